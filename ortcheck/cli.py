@@ -1,0 +1,44 @@
+"""``ortcheck``: the main job (conformance matrix + report) and golden-file tools.
+
+``ortcheck run`` runs the conformance suites through pytest with the ortcheck plugin, prints a
+property x implementation matrix and writes ``report/summary.json`` and ``report/summary.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ortcheck import impls, profiles
+from ortcheck.pytest_plugin import DEVICES
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ortcheck", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = commands.add_parser("run", help="run the conformance suites and write the report")
+    run.add_argument("--impl", default=impls.DEFAULT, choices=impls.names() + ["all"],
+                     help=f"implementation to check (default {impls.DEFAULT})")
+    run.add_argument("--device", default="cpu", choices=DEVICES)
+    run.add_argument("--profile", default=None, choices=profiles.PROFILES,
+                     help="hypothesis profile (default: ci on CI machines, else dev)")
+    run.add_argument("--suites", type=Path, default=REPO_ROOT / "suites", help="folder of conformance suites")
+    run.add_argument("--report-dir", type=Path, default=Path("report"))
+    run.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")
+    run.add_argument("-n", dest="workers", default=None, help="pytest-xdist workers (e.g. auto)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "run":
+        from ortcheck.run import run
+
+        return run(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

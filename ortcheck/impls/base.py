@@ -1,0 +1,96 @@
+"""The implementation contract every suite is written against (DESIGN.md: "one contract").
+
+An implementation is anything that can wrap a ``torch.nn.Module`` so it trains through an
+ORTModule-style pipeline. Suites never import an implementation directly: they receive one from
+the ``impl`` fixture and talk to it only through :class:`Implementation`.
+"""
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, Sequence
+
+import torch
+
+FALLBACK_POLICIES = ("disable", "auto")
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How to wrap a module. Each implementation maps these to its own knobs."""
+
+    memory_opt_level: int = 0
+    memory_opt_config: tuple[str, ...] = ()
+    mem_efficient_grad: bool = False
+    fallback: str = "disable"  # "disable": export/gradient failures raise; "auto": warn, run eager
+    device: str = "cpu"
+    skip_checks: bool = False  # ortmodule only: keep its default skip-check policy (stop re-checking)
+
+    def __post_init__(self):
+        if self.fallback not in FALLBACK_POLICIES:
+            raise ValueError(f"unknown fallback policy {self.fallback!r}; valid: {', '.join(FALLBACK_POLICIES)}")
+        if self.memory_opt_level not in (0, 1, 2):
+            raise ValueError(f"memory_opt_level must be 0, 1 or 2, got {self.memory_opt_level!r}")
+
+
+@dataclasses.dataclass
+class Observations:
+    """Counters an implementation exposes about what it did so far (None: not observable)."""
+
+    exports: int | None = 0
+    gradient_builds: int | None = 0
+    sessions: int | None = 0
+    fallbacks: int | None = 0
+    last_reason: str | None = None
+
+
+class Capability:
+    """Names of the properties an implementation can be checked for."""
+
+    IO_ROUNDTRIP = "io.roundtrip"
+    IO_SCHEMA = "io.schema"
+    IO_THROUGH_MODULE = "io.through_module"
+    GRAD_PARITY = "grad_parity"
+    TRANSITIONS = "transitions"
+    RECOMPUTE = "recompute"
+    MEM_EFFICIENT_GRAD = "mem_efficient_grad"
+    BNB4 = "bnb4"
+    CONVERGENCE = "convergence"
+    CUDA = "cuda"
+
+
+class Implementation(abc.ABC):
+    """One ORTModule-style pipeline behind the contract."""
+
+    name: str = ""
+
+    def unavailable_reason(self) -> str | None:
+        """None when this implementation can run in the current environment, else a one-line reason."""
+        return None
+
+    @abc.abstractmethod
+    def capabilities(self) -> frozenset[str]:
+        """The :class:`Capability` names this implementation supports."""
+
+    @abc.abstractmethod
+    def wrap(self, module: torch.nn.Module, options: Options = Options()) -> torch.nn.Module:
+        """Return a module that computes what ``module`` computes, through the pipeline."""
+
+    @abc.abstractmethod
+    def flatten(self, data: Any) -> tuple[list[torch.Tensor], Any]:
+        """Split a nested structure into its tensors (in a fixed order) and a schema."""
+
+    @abc.abstractmethod
+    def unflatten(self, tensors: Sequence[torch.Tensor], schema: Any) -> Any:
+        """Rebuild the nested structure from tensors and the schema ``flatten`` returned."""
+
+    def same_schema(self, a: Any, b: Any) -> bool:
+        """Whether two schemas would let one exported graph serve both inputs."""
+        return a == b
+
+    def observe(self, wrapped: torch.nn.Module) -> Observations:
+        """Counters of what the pipeline did for ``wrapped`` so far."""
+        return Observations()
+
+    def __repr__(self) -> str:
+        return f"<impl {self.name}>"

@@ -1,0 +1,32 @@
+"""Hypothesis profiles: ``dev`` (quick, local), ``ci`` (derandomized), ``nightly`` (many examples).
+
+Heavy properties (each example exports a graph) run a fraction of the profile's examples via
+:func:`scaled`, so the ratio between profiles holds for them too.
+"""
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+PROFILES = ("dev", "ci", "nightly")
+ENV_VAR = "ORTCHECK_HYPOTHESIS_PROFILE"
+_SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
+settings.register_profile("dev", max_examples=30, deadline=None, suppress_health_check=_SLOW_OK)
+settings.register_profile("ci", max_examples=100, deadline=None, derandomize=True, database=None,
+                          print_blob=True, suppress_health_check=_SLOW_OK)
+settings.register_profile("nightly", max_examples=1000, deadline=None, suppress_health_check=_SLOW_OK)
+
+
+def default_profile() -> str:
+    """The profile named by the environment; ``ci`` on CI machines, else ``dev``."""
+    name = os.environ.get(ENV_VAR) or ("ci" if os.environ.get("CI") else "dev")
+    if name not in PROFILES:
+        raise ValueError(f"{ENV_VAR}={name!r} is not a profile; valid: {', '.join(PROFILES)}")
+    return name
+
+
+def scaled(fraction: float) -> settings:
+    """Settings running ``fraction`` of the active profile's examples (at least 10)."""
+    return settings(max_examples=max(10, int(settings().max_examples * fraction)))

@@ -1,0 +1,130 @@
+"""The ortcheck pytest plugin: options, the ``impl`` fixture, markers, profiles and manifests.
+
+Loaded through the ``pytest11`` entry point, so any project that installs ortcheck can run the
+suites against its own pipeline with ``pytest --impl NAME``.
+"""
+from __future__ import annotations
+
+import pytest
+from hypothesis import settings
+
+from ortcheck import impls, manifest, profiles
+from ortcheck.impls import Implementation, Options
+
+DEVICES = ("cpu", "cuda")
+_MANIFEST_KEY = pytest.StashKey[dict]()
+_UNMATCHED_KEY = pytest.StashKey[list]()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("ortcheck")
+    group.addoption("--impl", default="all",
+                    help=f"comma-separated implementations to check, or 'all' (default); valid: {', '.join(impls.names())}")
+    group.addoption("--require-impl", action="append", default=[], metavar="NAME",
+                    help="fail (instead of skipping) when this implementation is unavailable here")
+    group.addoption("--device", default="cpu", help=f"device to run on; valid: {', '.join(DEVICES)}")
+    group.addoption("--update-goldens", action="store_true", help="rewrite golden files after parity passed")
+    group.addoption("--nightly", action="store_true", help="also run tests marked nightly")
+
+
+def pytest_configure(config):
+    for marker in ("gpu: needs a CUDA device (run with --device cuda)",
+                   "nightly: long-running; runs with --nightly",
+                   "slow: slow but part of the default run",
+                   "requires(capability): skip implementations without this capability"):
+        config.addinivalue_line("markers", marker)
+    if not config.getoption("hypothesis_profile", default=None):
+        settings.load_profile(profiles.default_profile())
+    config.ortcheck_impls = selected_impls(config)
+    config.ortcheck_device = config.getoption("device")
+    if config.ortcheck_device not in DEVICES:
+        raise pytest.UsageError(f"--device {config.ortcheck_device!r} is not valid; valid: {', '.join(DEVICES)}")
+    for name in config.getoption("require_impl"):
+        reason = impls.get(_known(name)).unavailable_reason()
+        if reason:
+            raise pytest.UsageError(f"--require-impl {name}: unavailable here: {reason}")
+
+
+def _known(name: str) -> str:
+    if name not in impls.names():
+        raise pytest.UsageError(f"unknown implementation {name!r}; valid: {', '.join(impls.names())}, all")
+    return name
+
+
+def selected_impls(config) -> list[str]:
+    value = config.getoption("impl")
+    if value == "all":
+        return impls.names()
+    return [_known(name.strip()) for name in value.split(",") if name.strip()]
+
+
+def pytest_generate_tests(metafunc):
+    if "impl" in metafunc.fixturenames:
+        names = metafunc.config.ortcheck_impls
+        metafunc.parametrize("impl", names, ids=names, indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
+def impl(request) -> Implementation:
+    """The implementation under test (session-scoped: hypothesis tests may use it)."""
+    return impls.get(request.param)
+
+
+def pytest_runtest_setup(item):
+    """Skip, with a one-line reason, an implementation that can't run this test here."""
+    callspec = getattr(item, "callspec", None)
+    if not callspec or "impl" not in callspec.params:
+        return
+    implementation = impls.get(callspec.params["impl"])
+    reason = implementation.unavailable_reason()
+    if reason:
+        pytest.skip(f"{implementation.name} unavailable: {reason}")
+    for marker in item.iter_markers("requires"):
+        missing = [cap for cap in marker.args if cap not in implementation.capabilities()]
+        if missing:
+            pytest.skip(f"{implementation.name} lacks capability {', '.join(missing)}")
+
+
+@pytest.fixture(scope="session")
+def device(request) -> str:
+    return request.config.ortcheck_device
+
+
+@pytest.fixture(scope="session")
+def options(device) -> Options:
+    return Options(device=device)
+
+
+def pytest_collection_modifyitems(config, items):
+    findings = {name: manifest.load(manifest.path_for(name)) for name in config.ortcheck_impls}
+    matched = set()
+    for item in items:
+        _skip_unselected_markers(config, item)
+        callspec = getattr(item, "callspec", None)
+        impl_name = callspec.params.get("impl") if callspec else None
+        if impl_name:
+            item.user_properties.append(("ortcheck_impl", impl_name))
+        finding = manifest.first_match(findings.get(impl_name, []), item.nodeid)
+        if finding:
+            matched.add(finding)
+            item.add_marker(pytest.mark.xfail(strict=True, reason=f"[{impl_name} manifest] {finding.reason}"))
+    collected_files = {item.nodeid.split("::")[0] for item in items}
+    config.stash[_UNMATCHED_KEY] = [
+        (name, f) for name, entries in findings.items() for f in entries
+        if f not in matched and f.test.split("::")[0] in collected_files
+    ]
+
+
+def _skip_unselected_markers(config, item):
+    if item.get_closest_marker("gpu") and config.ortcheck_device != "cuda":
+        item.add_marker(pytest.mark.skip(reason="gpu test: run with --device cuda on a CUDA machine"))
+    if item.get_closest_marker("nightly") and not config.getoption("nightly"):
+        item.add_marker(pytest.mark.skip(reason="nightly test: run with --nightly"))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    unmatched = config.stash.get(_UNMATCHED_KEY, [])
+    if unmatched:
+        terminalreporter.section("ortcheck: manifest entries matching no collected test")
+        for impl_name, finding in unmatched:
+            terminalreporter.write_line(f"{impl_name}: {finding.test}  ({finding.source})")

@@ -1,0 +1,52 @@
+"""The main job: run the suites in-process, then print and write the conformance matrix."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+
+import pytest
+
+from ortcheck.report import ConformanceMatrix, ResultCollector
+from ortcheck.report.matrix import write_json
+
+
+def pytest_args(args: argparse.Namespace) -> list[str]:
+    if not args.suites.is_dir():
+        raise SystemExit(f"ortcheck run: suites folder {args.suites} does not exist")
+    argv = [str(args.suites), "--impl", args.impl, "--device", args.device, "-q", "-p", "no:cacheprovider",
+            "--rootdir", str(args.suites.parent)]
+    if args.profile:
+        argv += ["--hypothesis-profile", args.profile]
+    if args.keyword:
+        argv += ["-k", args.keyword]
+    if args.workers:
+        argv += ["-n", args.workers]
+    return argv
+
+
+def run(args: argparse.Namespace) -> int:
+    collector = ResultCollector()
+    exit_code = pytest.main(pytest_args(args), plugins=[collector])
+    matrix = ConformanceMatrix.from_outcomes(collector.outcomes)
+    print("\nortcheck conformance matrix\n" + matrix.to_text())
+    write_reports(args, matrix, exit_code)
+    if exit_code == pytest.ExitCode.NO_TESTS_COLLECTED or not matrix.cells:
+        print("ortcheck run: no tests ran")
+        return 1
+    return 0 if matrix.ok and exit_code == pytest.ExitCode.OK else 1
+
+
+def write_reports(args: argparse.Namespace, matrix: ConformanceMatrix, exit_code: int) -> None:
+    import torch
+
+    environment = {"python": platform.python_version(), "torch": torch.__version__, "device": args.device,
+                   "impl": args.impl, "pytest_exit_code": int(exit_code),
+                   "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    summary = {"environment": environment, "conformance": matrix.to_json()}
+    write_json(args.report_dir / "summary.json", summary)
+    markdown = [f"# ortcheck report ({args.impl}, {args.device})", "",
+                "Environment: " + ", ".join(f"{k} {v}" for k, v in environment.items()), "",
+                "## Conformance", "", matrix.to_markdown(), ""]
+    (args.report_dir / "summary.md").write_text("\n".join(markdown))
+    print(f"report: {args.report_dir / 'summary.md'}, {args.report_dir / 'summary.json'}")

@@ -1,0 +1,27 @@
+"""flatten(data) -> (tensors, schema) and unflatten(tensors, schema) -> data."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+from reference.io.containers import register_if_container
+from reference.io.schema import Constant, Schema, TensorSpec
+
+
+def flatten(data: Any) -> tuple[list[torch.Tensor], Schema]:
+    """The tensors of ``data`` in pytree order, and the schema to rebuild ``data`` around them."""
+    leaves, tree = pytree.tree_flatten(data, is_leaf=register_if_container)
+    tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+    specs = tuple(TensorSpec.of(leaf) if isinstance(leaf, torch.Tensor) else Constant(leaf) for leaf in leaves)
+    return tensors, Schema(tree, specs, tuple(t.requires_grad for t in tensors))
+
+
+def unflatten(tensors: Sequence[torch.Tensor], schema: Schema) -> Any:
+    """Put ``tensors`` back where ``flatten`` found tensors; constants come from the schema."""
+    if len(tensors) != schema.num_tensors:
+        raise ValueError(f"schema holds {schema.num_tensors} tensors, got {len(tensors)}")
+    remaining = iter(tensors)
+    leaves = [next(remaining) if isinstance(spec, TensorSpec) else spec.value for spec in schema.leaves]
+    return pytree.tree_unflatten(leaves, schema.tree)

@@ -1,0 +1,72 @@
+"""Property: nested positional and keyword inputs pass through a wrapped module as through eager.
+
+The module returns its inputs' structure with every float tensor scaled by a parameter (so
+gradients flow to inputs and parameter), integer tensors shifted, bool tensors negated, and
+constants returned as they came. Wrapped and eager must agree on structure, values and gradients.
+"""
+import copy
+
+import pytest
+import torch
+from hypothesis import given
+
+from ortcheck.checks import assert_same_structure, assert_tensors_close
+from ortcheck.checks.structure import leaves, map_leaves
+from ortcheck.impls import Capability
+from ortcheck.profiles import scaled
+from ortcheck.strategies import nested_structures, tensors
+
+pytestmark = pytest.mark.requires(Capability.IO_THROUGH_MODULE)
+
+
+class NestedEcho(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.tensor(1.5))
+
+    def forward(self, x, nested, *, extra=None):
+        return {"x": self._through(x), "nested": map_leaves(nested, self._through), "extra": map_leaves(extra, self._through)}
+
+    def _through(self, leaf):
+        if not isinstance(leaf, torch.Tensor):
+            return leaf
+        if leaf.dtype.is_floating_point:
+            return (leaf.float() * self.scale).to(leaf.dtype)
+        return ~leaf if leaf.dtype == torch.bool else leaf + 1
+
+
+def _fresh_copy(data):
+    """Same values, new leaf tensors: eager and wrapped runs must not share gradients."""
+    def copy_leaf(leaf):
+        if isinstance(leaf, torch.Tensor):
+            return leaf.detach().clone().requires_grad_(leaf.requires_grad)
+        return leaf
+
+    return map_leaves(data, copy_leaf)
+
+
+def _run(module, inputs):
+    x, nested, extra = inputs
+    outputs = module(x, nested, extra=extra)
+    differentiable = [t for t in leaves(outputs) if isinstance(t, torch.Tensor) and t.requires_grad]
+    loss = sum((t.float() * (i + 1)).sum() for i, t in enumerate(differentiable))
+    loss.backward()
+    return outputs
+
+
+@scaled(0.5)
+@given(x=tensors(dtypes=[torch.float32], requires_grad=True, allow_zero_size=False),
+       nested=nested_structures(max_depth=4), extra=nested_structures(max_depth=3))
+def test_nested_io_through_module(impl, options, x, nested, extra):
+    eager = NestedEcho()
+    wrapped = impl.wrap(copy.deepcopy(eager), options)
+    inputs = (x, nested, extra)
+    eager_inputs, wrapped_inputs = _fresh_copy(inputs), _fresh_copy(inputs)
+
+    expected = _run(eager, eager_inputs)
+    actual = _run(wrapped, wrapped_inputs)
+
+    assert_same_structure(actual, expected, compare_tensors=assert_tensors_close, path="output")
+    grads = lambda data: map_leaves(data, lambda t: t.grad if isinstance(t, torch.Tensor) else None)
+    assert_same_structure(grads(wrapped_inputs), grads(eager_inputs), compare_tensors=assert_tensors_close, path="input grad")
+    assert_tensors_close(wrapped.scale.grad, eager.scale.grad, path="scale.grad")
