@@ -5,8 +5,9 @@ import importlib
 
 from ortcheck.impls.base import Capability, Implementation, Observations, Options
 
-# name -> "module:attribute"; imported lazily so a missing backend never breaks the others.
-_REGISTRY = {
+# name -> "module:attribute" (imported lazily, so a missing backend never breaks the others)
+# or an Implementation subclass registered by a user.
+_REGISTRY: dict[str, str | type[Implementation]] = {
     "eager": "ortcheck.impls.eager:EagerImpl",
     "reference": "ortcheck.impls.reference:ReferenceImpl",
     "ortmodule": "ortcheck.impls.ortmodule:OrtModuleImpl",
@@ -24,12 +25,16 @@ def get(name: str) -> Implementation:
         target = _REGISTRY[name]
     except KeyError:
         raise ValueError(f"unknown implementation {name!r}; valid: {', '.join(names())}") from None
-    module_name, attribute = target.split(":")
-    return getattr(importlib.import_module(module_name), attribute)()
+    if isinstance(target, str):
+        module_name, attribute = target.split(":")
+        target = getattr(importlib.import_module(module_name), attribute)
+    return target()
 
 
-def register(name: str, target: str) -> None:
-    """Add a user implementation, given as ``"package.module:ClassName"``."""
+def register(name: str, target: "str | type[Implementation]") -> None:
+    """Add an implementation: a class, or ``"package.module:ClassName"`` to import on first use."""
+    if not isinstance(target, str) and not (isinstance(target, type) and issubclass(target, Implementation)):
+        raise TypeError(f"register({name!r}, ...) needs an Implementation subclass or 'module:Class', got {target!r}")
     _REGISTRY[name] = target
 
 

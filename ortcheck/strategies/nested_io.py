@@ -6,6 +6,7 @@ small before large in every ``one_of``, so failures shrink to a single leaf or a
 from __future__ import annotations
 
 import collections
+import functools
 from typing import Sequence
 
 import torch
@@ -90,10 +91,27 @@ def nested_structures(leaf_kinds: Sequence[str] = LEAF_KINDS, container_kinds: S
 
     ``tensor_kwargs`` go to :func:`tensors` (``dtypes``, ``max_rank``, ``max_side``, ...).
     """
-    level = leaves(leaf_kinds, **tensor_kwargs)
-    for _ in range(max_depth):
-        level = st.one_of(level, containers_of(level, container_kinds, max_size))
-    return level
+    return _up_to(max_depth, leaves(leaf_kinds, **tensor_kwargs), tuple(container_kinds), max_size)
+
+
+@st.composite
+def _up_to_depth(draw, depth: int, leaf: st.SearchStrategy, container_kinds: tuple[str, ...], max_size: int):
+    # Recursing inside a composite keeps the strategy's repr one level deep; composing
+    # one_of(leaf, containers_of(...)) six times gives a repr that grows exponentially with depth.
+    if depth == 0 or not draw(st.booleans()):  # shrinks towards False: a leaf
+        return draw(leaf)
+    return draw(_containers_below(depth, leaf, container_kinds, max_size))
+
+
+@functools.lru_cache(maxsize=None)
+def _up_to(depth, leaf, container_kinds, max_size) -> st.SearchStrategy:
+    return _up_to_depth(depth, leaf, container_kinds, max_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _containers_below(depth, leaf, container_kinds, max_size) -> st.SearchStrategy:
+    """Built once per level, not per draw: strategy construction dominates generation otherwise."""
+    return containers_of(_up_to(depth - 1, leaf, container_kinds, max_size), container_kinds, max_size)
 
 
 _WRAP_ONE = {

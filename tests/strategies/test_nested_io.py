@@ -1,0 +1,88 @@
+"""The nested-I/O strategy reaches every configured kind, honours its bounds and shrinks small."""
+import collections
+
+import pytest
+import torch
+from hypothesis import find, given, settings
+
+from ortcheck.checks.structure import children, leaves
+from ortcheck.strategies import ALL_DTYPES, containers_of, deep_chain, leaves as leaf_strategy, nested_structures, tensors
+from ortcheck.strategies.containers import FrozenRecord, ModelOutputLike, Pair, Record, Triple
+
+FIND = settings(max_examples=2000, database=None, derandomize=True)
+
+
+def depth(value):
+    pairs = children(value)
+    return 0 if pairs is None else 1 + max((depth(c) for _, c in pairs), default=0)
+
+
+def contains(value, predicate):
+    if predicate(value):
+        return True
+    return any(contains(child, predicate) for _, child in children(value) or [])
+
+
+CONTAINER_TYPES = [list, tuple, dict, collections.OrderedDict, ModelOutputLike, Pair, Triple, Record, FrozenRecord]
+
+
+@pytest.mark.parametrize("container_type", CONTAINER_TYPES)
+def test_every_container_type_is_generated(container_type):
+    find(nested_structures(), lambda x: contains(x, lambda v: type(v) is container_type), settings=FIND)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_every_dtype_is_generated(dtype):
+    find(nested_structures(), lambda x: contains(x, lambda v: isinstance(v, torch.Tensor) and v.dtype == dtype), settings=FIND)
+
+
+@pytest.mark.parametrize("kind", [type(None), bool, int, float, str])
+def test_every_constant_kind_is_generated(kind):
+    find(nested_structures(), lambda x: contains(x, lambda v: type(v) is kind), settings=FIND)
+
+
+def test_int_keyed_dicts_zero_size_rank4_and_grad_tensors_are_generated():
+    find(nested_structures(), lambda x: contains(x, lambda v: isinstance(v, dict) and any(isinstance(k, int) for k in v)), settings=FIND)
+    find(tensors(), lambda t: t.dim() == 4 and t.numel() == 0, settings=FIND)
+    find(tensors(), lambda t: t.dim() == 0, settings=FIND)
+    find(tensors(), lambda t: t.requires_grad, settings=FIND)
+    find(nested_structures(), lambda x: contains(x, lambda v: isinstance(v, (list, dict)) and len(v) == 0), settings=FIND)
+
+
+def test_depth_six_is_reachable_and_bounded():
+    find(nested_structures(max_depth=6), lambda x: depth(x) >= 5, settings=FIND)
+
+    @settings(max_examples=100, database=None, derandomize=True)
+    @given(nested_structures(max_depth=3))
+    def bounded(x):
+        assert depth(x) <= 3
+
+    bounded()
+
+
+@given(deep_chain(7))
+def test_deep_chain_has_exact_depth(x):
+    assert depth(x) == 7
+
+
+def test_configuration_restricts_kinds():
+    @settings(max_examples=100, database=None, derandomize=True)
+    @given(nested_structures(leaf_kinds=["int"], container_kinds=["tuple"]))
+    def only_ints_in_tuples(x):
+        assert all(type(leaf) is int for leaf in leaves(x))
+        assert not contains(x, lambda v: isinstance(v, (list, dict)))
+
+    only_ints_in_tuples()
+
+
+def test_unknown_kinds_are_rejected_with_the_valid_ones():
+    with pytest.raises(ValueError, match="valid: tensor"):
+        leaf_strategy(["complex"])
+    with pytest.raises(ValueError, match="valid: list"):
+        containers_of(leaf_strategy(), ["set"])
+
+
+def test_shrinks_to_a_minimal_example():
+    found = find(nested_structures(), lambda x: contains(x, lambda v: isinstance(v, torch.Tensor) and v.dtype == torch.bfloat16),
+                 settings=FIND)
+    assert isinstance(found, torch.Tensor) and found.dim() == 0
