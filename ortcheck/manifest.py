@@ -11,7 +11,6 @@ import fnmatch
 import tomllib
 from pathlib import Path
 
-MANIFEST_DIR = Path(__file__).parent / "impls" / "manifests"
 _FIELDS = {"test", "reason", "reproduction"}
 
 
@@ -28,10 +27,6 @@ class Finding:
 
     def matches(self, nodeid: str) -> bool:
         return fnmatch.fnmatchcase(nodeid, self.test)
-
-
-def path_for(impl_name: str) -> Path:
-    return MANIFEST_DIR / f"{impl_name}.toml"
 
 
 def load(path: Path) -> list[Finding]:

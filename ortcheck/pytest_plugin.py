@@ -23,7 +23,6 @@ def pytest_addoption(parser):
     group.addoption("--require-impl", action="append", default=[], metavar="NAME",
                     help="fail (instead of skipping) when this implementation is unavailable here")
     group.addoption("--device", default="cpu", help=f"device to run on; valid: {', '.join(DEVICES)}")
-    group.addoption("--update-goldens", action="store_true", help="rewrite golden files after parity passed")
     group.addoption("--nightly", action="store_true", help="also run tests marked nightly")
 
 
@@ -96,7 +95,7 @@ def options(device) -> Options:
 
 
 def pytest_collection_modifyitems(config, items):
-    findings = {name: manifest.load(manifest.path_for(name)) for name in config.ortcheck_impls}
+    findings = {name: manifest.load(impls.get(name).manifest_path()) for name in config.ortcheck_impls}
     matched = set()
     for item in items:
         _skip_unselected_markers(config, item)

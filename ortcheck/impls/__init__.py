@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 
 from ortcheck.impls.base import Capability, Implementation, Observations, Options
 
@@ -13,10 +14,20 @@ _REGISTRY: dict[str, str | type[Implementation]] = {
     "ortmodule": "ortcheck.impls.ortmodule:OrtModuleImpl",
 }
 DEFAULT = "reference"
+ENTRY_POINT_GROUP = "ortcheck.impls"
+
+
+def _load_entry_points() -> None:
+    """Implementations other packages declare under the ``ortcheck.impls`` entry-point group."""
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        _REGISTRY.setdefault(entry_point.name, entry_point.value)
 
 
 def names() -> list[str]:
     return list(_REGISTRY)
+
+
+_load_entry_points()
 
 
 def get(name: str) -> Implementation:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from pathlib import Path
 from typing import Any, Sequence
 
 import torch
@@ -91,6 +92,10 @@ class Implementation(abc.ABC):
     def observe(self, wrapped: torch.nn.Module) -> Observations:
         """Counters of what the pipeline did for ``wrapped`` so far."""
         return Observations()
+
+    def manifest_path(self) -> Path:
+        """Where this implementation's expected-failure manifest lives (TOML, see ortcheck.manifest)."""
+        return Path(__file__).parent / "manifests" / f"{self.name}.toml"
 
     def __repr__(self) -> str:
         return f"<impl {self.name}>"

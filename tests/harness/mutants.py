@@ -1,0 +1,47 @@
+"""Deliberately broken implementations: each suite must catch the defect it is about."""
+import torch
+
+from ortcheck.impls.eager import EagerImpl
+from reference.io import flatten, unflatten
+
+
+class ClonesTensors(EagerImpl):
+    """unflatten hands back copies instead of the caller's tensor objects."""
+    name = "clones_tensors"
+
+    def unflatten(self, tensors, schema):
+        return unflatten([t.detach().clone() for t in tensors], schema)
+
+
+class SizeSensitiveSchema(EagerImpl):
+    """Treats tensor sizes as part of the schema (would re-export on every new batch size)."""
+    name = "size_sensitive"
+
+    def flatten(self, data):
+        tensors, schema = flatten(data)
+        return tensors, (schema, tuple(tuple(t.shape) for t in tensors))
+
+
+class DtypeBlindSchema(EagerImpl):
+    """Ignores tensor dtypes when comparing schemas (would reuse a graph built for another dtype)."""
+    name = "dtype_blind"
+
+    def same_schema(self, a, b):
+        erase = lambda schema: [getattr(leaf, "rank", leaf) for leaf in schema.leaves]
+        return a.tree == b.tree and erase(a) == erase(b)
+
+
+class OffByOneUlp(EagerImpl):
+    """Outputs drift by a relative 1e-3: the through-module property must see it."""
+    name = "drifting"
+
+    def wrap(self, module, options=None):
+        original = module.forward
+
+        def forward(*args, **kwargs):
+            outputs = original(*args, **kwargs)
+            outputs["x"] = outputs["x"] * 1.001
+            return outputs
+
+        module.forward = forward
+        return module
