@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import torch
 
-import reference.io
+from ortcheck.impls._reference_io import ReferenceIO
 from ortcheck.impls.base import Capability, Implementation, Options
 
 
-class EagerImpl(Implementation):
+class EagerImpl(ReferenceIO, Implementation):
+    """Eager PyTorch never flattens; reference.io stands in so the I/O properties get a sanity run."""
+
     name = "eager"
 
     def capabilities(self) -> frozenset[str]:
@@ -21,9 +23,3 @@ class EagerImpl(Implementation):
     def wrap(self, module: torch.nn.Module, options: Options = Options()) -> torch.nn.Module:
         return module.to(options.device)
 
-    # Eager PyTorch never flattens; the harness's canonical flattening stands in for it.
-    def flatten(self, data):
-        return reference.io.flatten(data)
-
-    def unflatten(self, tensors, schema):
-        return reference.io.unflatten(tensors, schema)

@@ -1,0 +1,26 @@
+"""Gradient accumulation: a value read by several nodes receives one contribution per read."""
+from __future__ import annotations
+
+from reference.autodiff.context import GradientContext
+
+
+class GradientSums:
+    def __init__(self, ctx: GradientContext):
+        self._ctx = ctx
+        self._parts: dict[str, list[str]] = {}
+        self._totals: dict[str, str] = {}
+
+    def add(self, value: str, grad: str) -> None:
+        if value in self._totals:
+            raise AssertionError(f"gradient of '{value}' grew after it was used")
+        self._parts.setdefault(value, []).append(grad)
+
+    def has(self, value: str) -> bool:
+        return value in self._parts
+
+    def total(self, value: str) -> str:
+        """All contributions to ``value``'s gradient, summed once (a single variadic Sum)."""
+        if value not in self._totals:
+            parts = self._parts[value]
+            self._totals[value] = parts[0] if len(parts) == 1 else self._ctx.op("Sum", *parts)
+        return self._totals[value]

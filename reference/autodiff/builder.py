@@ -1,0 +1,96 @@
+"""The gradient builder: a plain reverse loop over the forward nodes, one registered rule per op."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import onnx
+
+from reference.autodiff import assemble, rules  # noqa: F401  (importing rules registers them)
+from reference.autodiff.accumulate import GradientSums
+from reference.autodiff.activity import values_needing_gradients
+from reference.autodiff.context import GradientContext
+from reference.autodiff.forward import ForwardModel
+from reference.autodiff.grad_node import GradNode, node_name
+from reference.autodiff.names import UniqueNames
+from reference.autodiff.registry import rule_for
+
+# Rules emit ops with opset-18 signatures (axes as inputs of Reduce*, Pad's axes).
+MIN_OPSET = 18
+
+
+@dataclass(frozen=True)
+class GradientGraphs:
+    forward: onnx.ModelProto  # same inputs as the model; outputs = model outputs, then stashed values
+    backward: onnx.ModelProto  # inputs: output_grad_names, forward_inputs_needed, stashed
+    output_grad_names: tuple[str, ...]  # dL/d(output) inputs of backward, one per float model output, in order
+    forward_inputs_needed: tuple[str, ...]  # model inputs the backward graph reads, in model order
+    stashed: tuple[str, ...]  # values the forward graph additionally outputs for backward, in forward order
+    input_grads: dict[str, str | None]  # requested input -> backward output, None if no path to an output
+
+
+def build_gradient_graphs(model: onnx.ModelProto, requires_grad: Sequence[str]) -> GradientGraphs:
+    """Split ``model`` into a forward graph that stashes what backward needs and a backward graph
+    producing the gradients of the ``requires_grad`` inputs."""
+    requires_grad = tuple(dict.fromkeys(requires_grad))
+    _check_arguments(model, requires_grad)
+    names = UniqueNames(_all_names(model.graph))
+    forward = ForwardModel(model, names)
+    needed = values_needing_gradients(forward, requires_grad)
+    ctx = GradientContext(forward, names)
+    sums = GradientSums(ctx)
+
+    float_outputs = [output for output in forward.output_names if forward.is_float(output)]
+    output_grads = {output: names.fresh(f"{output}_grad") for output in float_outputs}
+    for output, grad in output_grads.items():
+        if output in needed:
+            sums.add(output, grad)
+
+    differentiated = [node for node in forward.nodes if any(output in needed for output in node.output)]
+    rules_by_node = {id(node): rule_for(node, node_name(node)) for node in differentiated}  # fail before building
+    for proto in reversed(differentiated):
+        node = GradNode(
+            proto,
+            tuple(sums.total(output) if output in needed else None for output in proto.output),
+            tuple(name in needed for name in proto.input),
+        )
+        ctx.scope = node.name
+        grads = rules_by_node[id(proto)](ctx, node)
+        for i in node.wanted_inputs:
+            if not grads.get(i):
+                raise AssertionError(f"the {proto.op_type} rule built no gradient for input {i} of '{node.name}'")
+            sums.add(proto.input[i], grads[i])
+
+    input_grads = {
+        name: ctx.expose(sums.total(name), names.fresh(f"{name}_grad")) if name in needed else None
+        for name in requires_grad
+    }
+    order = forward.producer_order()
+    stashed = tuple(sorted(ctx.stashed, key=order.__getitem__))
+    inputs_needed = tuple(name for name in forward.input_names if name in set(ctx.needed_inputs))
+    forward_proto = assemble.forward_model(forward, stashed)
+    backward_proto = assemble.backward_model(
+        forward, ctx, forward_proto, output_grads, inputs_needed, stashed, input_grads
+    )
+    return GradientGraphs(
+        forward_proto, backward_proto, tuple(output_grads.values()), inputs_needed, stashed, input_grads
+    )
+
+
+def _check_arguments(model: onnx.ModelProto, requires_grad: tuple[str, ...]) -> None:
+    unknown = sorted(set(requires_grad) - {value.name for value in model.graph.input})
+    if unknown:
+        raise ValueError(f"requires_grad names are not model inputs: {unknown}")
+    opset = next((entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), 0)
+    if opset < MIN_OPSET:
+        raise ValueError(f"the model uses opset {opset}; gradient graphs need opset >= {MIN_OPSET}")
+
+
+def _all_names(graph: onnx.GraphProto) -> set[str]:
+    names = {value.name for value in [*graph.input, *graph.output, *graph.value_info]}
+    names.update(tensor.name for tensor in graph.initializer)
+    for node in graph.node:
+        names.update(node.input)
+        names.update(node.output)
+        names.add(node.name)
+    return names

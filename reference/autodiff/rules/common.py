@@ -1,0 +1,65 @@
+"""Helpers several rules share, so each formula is written once."""
+from __future__ import annotations
+
+from typing import Callable
+
+from reference.autodiff.context import GradientContext
+from reference.autodiff.grad_node import GradNode
+from reference.autodiff.registry import Rule
+
+
+def unary(derivative: Callable[[GradientContext, GradNode], str]) -> Rule:
+    """Rule for elementwise y = f(x) from f'(x): dx = dy * f'(x)."""
+
+    def rule(ctx: GradientContext, node: GradNode) -> dict[int, str]:
+        return {0: ctx.mul(node.grad(), derivative(ctx, node))}
+
+    rule.__doc__ = derivative.__doc__
+    rule.__name__ = derivative.__name__
+    return rule
+
+
+def reshape_to_input(ctx: GradientContext, node: GradNode) -> dict[int, str]:
+    """Gradient of any op that only rearranges metadata: reshape dy back to the input's shape."""
+    return {0: ctx.op("Reshape", node.grad(), ctx.shape(node.input(0)))}
+
+
+def axes_input(ctx: GradientContext, node: GradNode, index: int = 1) -> str | None:
+    """The node's axes as a backward value: input ``index`` (opset >= 13/18) or the older attribute."""
+    if node.input(index):
+        return ctx.forward(node.input(index))
+    axes = node.attr("axes")
+    return ctx.ints(axes) if axes is not None else None
+
+
+def log_softmax_backward(ctx: GradientContext, grad: str, log_probs: str, axis: int) -> str:
+    """dx = dy - softmax(x) * sum(dy) for y = log_softmax(x); ``log_probs`` is y, read in backward."""
+    total = ctx.op("ReduceSum", grad, ctx.ints([axis]), keepdims=1)
+    return ctx.sub(grad, ctx.mul(ctx.op("Exp", log_probs), total))
+
+
+def normalized_axis(ctx: GradientContext, node: GradNode, default: int, value: str | None = None) -> int:
+    """The node's ``axis`` attribute made non-negative against the rank of ``value`` (default: input 0)."""
+    return node.attr("axis", default) % ctx.rank(value or node.input(0))
+
+
+def inverse_permutation(perm: list[int]) -> list[int]:
+    return sorted(range(len(perm)), key=perm.__getitem__)
+
+
+def reduced_axes(ctx: GradientContext, node: GradNode) -> str | None:
+    """A Reduce* node's axes as a backward value; None when absent or constant-empty."""
+    value = ctx.constant_value(node.input(1))
+    if value is not None and value.size == 0:
+        return None
+    return axes_input(ctx, node)
+
+
+def expand_to_input(ctx: GradientContext, node: GradNode, grad: str) -> str:
+    """Undo a Reduce*: reinsert the axes keepdims=0 dropped, then broadcast over the input's shape."""
+    axes = reduced_axes(ctx, node)
+    if axes is None and node.attr("noop_with_empty_axes", 0):
+        return grad
+    if axes is not None and not node.attr("keepdims", 1):
+        grad = ctx.op("Unsqueeze", grad, axes)
+    return ctx.op("Expand", grad, ctx.shape(node.input(0)))

@@ -1,0 +1,70 @@
+"""``torch.onnx.export`` (TorchScript, training mode, no constant folding) with parameters as inputs.
+
+Parameters and buffers become graph inputs, not initializers, so one graph serves every optimizer
+step and gradients can be asked for by input name. Every dimension of every user input and output
+is a dynamic axis: sizes never force a re-export, only the schema does.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io as _bytes
+import warnings
+from typing import Sequence
+
+import onnx
+import torch
+
+from reference import io
+from reference.export.flat_module import FlatModule
+
+
+class ExportError(RuntimeError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportedGraph:
+    model: onnx.ModelProto
+    input_names: tuple[str, ...]  # one per flattened user tensor, in flatten order
+    state_names: tuple[str, ...]  # graph inputs fed from the module's parameters and buffers
+    state_keys: tuple[str, ...]   # their names in module.named_parameters()/named_buffers()
+    output_names: tuple[str, ...]
+    output_schema: io.Schema
+
+
+def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], schema: io.Schema,
+                  training: bool, opset: int | None = None) -> ExportedGraph:
+    # The exporter restores the traced module's mode afterwards: it must be the mode we export in,
+    # or exporting in eval would leave the user's module training.
+    flat = FlatModule(module, schema).train(training)
+    input_names = tuple(f"input_{i}" for i in range(len(tensors)))
+    mode = torch.onnx.TrainingMode.TRAINING if training else torch.onnx.TrainingMode.EVAL
+    buffer = _bytes.BytesIO()
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
+            torch.onnx.export(flat, tuple(t.detach() for t in tensors), buffer, dynamo=False, training=mode,
+                              do_constant_folding=False, export_params=True, keep_initializers_as_inputs=True,
+                              input_names=list(input_names), opset_version=opset,
+                              dynamic_axes=_dynamic_axes(input_names, tensors))
+    except Exception as error:  # the exporter raises many types; the caller decides about fallback
+        raise ExportError(f"torch.onnx.export failed for {type(module).__name__}: {error}") from error
+    model = onnx.load_model_from_string(buffer.getvalue())
+    state_names, state_keys = _lift_state(model, flat)
+    output_names = tuple(value.name for value in model.graph.output)
+    return ExportedGraph(model, input_names, state_names, state_keys, output_names, flat.output_schema)
+
+
+def _dynamic_axes(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> dict[str, dict[int, str]]:
+    return {name: {d: f"{name}_dim{d}" for d in range(t.dim())} for name, t in zip(names, tensors) if t.dim()}
+
+
+def _lift_state(model: onnx.ModelProto, flat: FlatModule) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Drop the initializers that hold parameters/buffers; they stay graph inputs, fed each call."""
+    state = {f"module.{k}": k for k, _ in [*flat.module.named_parameters(), *flat.module.named_buffers()]}
+    graph_inputs = [value.name for value in model.graph.input]
+    kept = [init for init in model.graph.initializer if init.name not in state]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(kept)
+    lifted = [name for name in graph_inputs if name in state]
+    return tuple(lifted), tuple(state[name] for name in lifted)

@@ -1,0 +1,5 @@
+"""Stage 7 (DESIGN.md): onnxruntime sessions and the autograd bridge between them and torch."""
+from reference.runtime.bridge import OrtGraphFunction, TrainingRunner
+from reference.runtime.session import Session
+
+__all__ = ["OrtGraphFunction", "Session", "TrainingRunner"]

@@ -1,0 +1,45 @@
+"""One onnxruntime session over one graph, fed and read as torch tensors."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import onnx
+import onnxruntime as ort
+import torch
+from onnxruntime.capi import _pybind_state as C
+
+from reference.runtime.tensors import from_ort, to_ort
+
+_PROVIDERS = {"cpu": ["CPUExecutionProvider"], "cuda": ["CUDAExecutionProvider", "CPUExecutionProvider"]}
+
+
+def session_options() -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    # Same thread budget as torch, so eager-vs-pipeline comparisons are like for like.
+    options.intra_op_num_threads = torch.get_num_threads()
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return options
+
+
+class Session:
+    def __init__(self, model: onnx.ModelProto, device: str = "cpu"):
+        if device not in _PROVIDERS:
+            raise ValueError(f"unknown device {device!r}; valid: {', '.join(_PROVIDERS)}")
+        self.device = torch.device(device)
+        self._session = ort.InferenceSession(model.SerializeToString(), session_options(), providers=_PROVIDERS[device])
+        self.input_names = [value.name for value in self._session.get_inputs()]
+        self.output_names = [value.name for value in self._session.get_outputs()]
+        ort_device = C.OrtDevice(C.OrtDevice.cuda() if device == "cuda" else C.OrtDevice.cpu(), C.OrtDevice.default_memory(), 0)
+        self._fetch_devices = [ort_device] * len(self.output_names)
+        self._run_options = ort.RunOptions()
+
+    def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """Outputs for ``inputs`` given in ``input_names`` order; no copies on either side."""
+        feeds = C.OrtValueVector()
+        for tensor in inputs:
+            feeds.push_back(to_ort(tensor))
+        fetches = C.OrtValueVector()
+        self._session._sess.run_with_ortvaluevector(self._run_options, self.input_names, feeds,
+                                                    self.output_names, fetches, self._fetch_devices)
+        return [from_ort(value) for value in fetches]

@@ -1,0 +1,75 @@
+"""ReferenceModule as a drop-in for the wrapped module: pass-through, modes, fallback policy."""
+import copy
+import warnings
+
+import pytest
+import torch
+
+from ortcheck.impls import Options
+from reference.autodiff import UnsupportedOpError
+from reference.module import ReferenceModule
+
+
+class WithCumsum(torch.nn.Module):
+    """CumSum has no gradient rule: the gradient build must fail and name it."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+        self.note = "kept"
+
+    def forward(self, x):
+        return torch.cumsum(self.linear(x), dim=-1)
+
+
+def mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Dropout(0.5), torch.nn.Linear(4, 2))
+
+
+def test_state_dict_parameters_and_attributes_pass_through():
+    module = WithCumsum()
+    wrapped = ReferenceModule(module)
+    assert list(wrapped.state_dict()) == list(module.state_dict())
+    assert [n for n, _ in wrapped.named_parameters()] == [n for n, _ in module.named_parameters()]
+    assert wrapped.note == "kept" and wrapped.linear is module.linear
+    wrapped.load_state_dict({k: torch.zeros_like(v) for k, v in module.state_dict().items()})
+    assert torch.count_nonzero(module.linear.weight) == 0
+
+
+def test_eval_mode_reexports_without_dropout_and_matches_eager():
+    module = mlp()
+    wrapped = ReferenceModule(copy.deepcopy(module))
+    x = torch.randn(5, 3)
+    wrapped.train()
+    wrapped(x)
+    wrapped.eval()
+    module.eval()
+    torch.testing.assert_close(wrapped(x), module(x))
+    observed = wrapped.observations()
+    assert (observed.exports, observed.last_reason) == (2, "train/eval mode changed")
+    assert not wrapped.module.training
+
+
+def test_unsupported_op_raises_naming_op_and_node_when_fallback_disabled():
+    wrapped = ReferenceModule(WithCumsum(), Options(fallback="disable"))
+    with pytest.raises(UnsupportedOpError, match=r"CumSum.*node"):
+        wrapped(torch.randn(2, 3, requires_grad=True))
+
+
+def test_auto_fallback_warns_counts_and_matches_eager():
+    module = WithCumsum()
+    wrapped = ReferenceModule(copy.deepcopy(module), Options(fallback="auto"))
+    x = torch.randn(2, 3, requires_grad=True)
+    with pytest.warns(RuntimeWarning, match="falls back to eager.*CumSum"):
+        out = wrapped(x)
+    torch.testing.assert_close(out, module(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once, then stays in eager quietly
+        wrapped(x)
+    assert wrapped.observations().fallbacks == 1
+
+
+def test_unknown_fallback_policy_is_rejected():
+    with pytest.raises(ValueError, match="valid: disable, auto"):
+        Options(fallback="sometimes")
