@@ -4,8 +4,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ortcheck.impls import Capability
-from ortcheck.strategies import nested_structures
-from ortcheck.strategies.mutations import resize_tensors, schema_changing_mutations
+from ortcheck.strategies import FEATURES, feature_structures
+from ortcheck.strategies.mutations import MUTATIONS, resize_tensors, schema_changing_mutations
 
 pytestmark = pytest.mark.requires(Capability.IO_SCHEMA)
 
@@ -14,14 +14,16 @@ def _schema(impl, data):
     return impl.flatten(data)[1]
 
 
-@given(data=nested_structures(), grow=st.integers(1, 3))
-def test_sizes_do_not_change_schema(impl, data, grow):
-    resized = resize_tensors(data, grow)
-    assert impl.same_schema(_schema(impl, data), _schema(impl, resized))
+@pytest.mark.parametrize("feature", FEATURES)
+@given(data=st.data(), grow=st.integers(1, 3))
+def test_sizes_do_not_change_schema(impl, feature, data, grow):
+    original = data.draw(feature_structures(feature), label="data")
+    assert impl.same_schema(_schema(impl, original), _schema(impl, resize_tensors(original, grow)))
 
 
+@pytest.mark.parametrize("change", MUTATIONS)
 @given(st.data())
-def test_schema_sees_each_change(impl, data):
-    original = data.draw(nested_structures(), label="data")
-    kind, site, base, mutated = data.draw(schema_changing_mutations(original), label="mutation")
-    assert not impl.same_schema(_schema(impl, base), _schema(impl, mutated)), f"{kind} change at {site} left the schema equal"
+def test_schema_sees_each_change(impl, change, data):
+    original = data.draw(feature_structures("python_scalars"), label="data")
+    _, site, base, mutated = data.draw(schema_changing_mutations(original, kinds=(change,)), label="mutation")
+    assert not impl.same_schema(_schema(impl, base), _schema(impl, mutated)), f"{change} change at {site} left the schema equal"

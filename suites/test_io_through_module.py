@@ -9,12 +9,13 @@ import copy
 import pytest
 import torch
 from hypothesis import given
+from hypothesis import strategies as st
 
 from ortcheck.checks import assert_same_structure, assert_tensors_close
 from ortcheck.checks.structure import leaves, map_leaves
 from ortcheck.impls import Capability
 from ortcheck.profiles import scaled
-from ortcheck.strategies import nested_structures, tensors
+from ortcheck.strategies import FEATURES, feature_structures, tensors
 
 pytestmark = pytest.mark.requires(Capability.IO_THROUGH_MODULE)
 
@@ -54,10 +55,22 @@ def _run(module, inputs):
     return outputs
 
 
+@pytest.mark.parametrize("feature", FEATURES)
 @scaled(0.5)
-@given(x=tensors(dtypes=[torch.float32], requires_grad=True, allow_zero_size=False),
-       nested=nested_structures(max_depth=4), extra=nested_structures(max_depth=3))
-def test_nested_io_through_module(impl, options, x, nested, extra):
+@given(data=st.data(), x=tensors(dtypes=[torch.float32], requires_grad=True, allow_zero_size=False))
+def test_nested_io_through_module(impl, options, feature, data, x):
+    nested = data.draw(feature_structures(feature, max_depth=4), label="nested")
+    extra = data.draw(feature_structures(feature, max_depth=3), label="extra")
+    _assert_through_module_matches_eager(impl, options, x, nested, extra)
+
+
+def test_distinct_key_paths_stay_distinct(impl, options):
+    """{"a_b": t1, "a": {"b": t2}}: key paths that join to one name must still be two inputs."""
+    nested = {"a_b": torch.ones(2, requires_grad=True), "a": {"b": torch.full((2,), 2.0, requires_grad=True)}}
+    _assert_through_module_matches_eager(impl, options, torch.zeros(2, requires_grad=True), nested, None)
+
+
+def _assert_through_module_matches_eager(impl, options, x, nested, extra):
     eager = NestedEcho()
     wrapped = impl.wrap(copy.deepcopy(eager), options)
     inputs = (x, nested, extra)

@@ -12,7 +12,7 @@ import torch
 from hypothesis import strategies as st
 
 from ortcheck.checks.structure import children, map_leaves, rebuild
-from ortcheck.strategies.containers import ModelOutputLike
+from ortcheck.strategies.containers import ModelOutputLike, Pair, Triple
 
 Site = tuple  # path of child indices from the root
 
@@ -62,6 +62,8 @@ _RETYPE: dict[type, Callable[[Any], Any]] = {
     dict: collections.OrderedDict,
     collections.OrderedDict: ModelOutputLike,
     ModelOutputLike: dict,
+    Pair: tuple,
+    Triple: tuple,
 }
 
 

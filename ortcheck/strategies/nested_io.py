@@ -21,6 +21,17 @@ CONTAINER_KINDS = (
     "list", "tuple", "dict_str", "dict_int", "namedtuple", "dataclass", "ordereddict", "model_output",
 )
 
+# Named slices of the I/O space: a core every pipeline should handle, and one extra thing each.
+# Suites parametrize over them so a deviation shows up as one failing feature, not one red property.
+_CORE_LEAVES = ("tensor", "none", "str")
+_CORE_CONTAINERS = ("list", "tuple", "dict_str", "namedtuple", "ordereddict", "model_output")
+FEATURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "core": (_CORE_LEAVES, _CORE_CONTAINERS),
+    "python_scalars": (_CORE_LEAVES + ("bool", "int", "float"), _CORE_CONTAINERS),
+    "int_keys": (_CORE_LEAVES, _CORE_CONTAINERS + ("dict_int",)),
+    "dataclasses": (_CORE_LEAVES, _CORE_CONTAINERS + ("dataclass",)),
+}
+
 
 @st.composite
 def tensors(draw, dtypes: Sequence[torch.dtype] = ALL_DTYPES, max_rank: int = 4, max_side: int = 3,
@@ -112,6 +123,14 @@ def _up_to(depth, leaf, container_kinds, max_size) -> st.SearchStrategy:
 def _containers_below(depth, leaf, container_kinds, max_size) -> st.SearchStrategy:
     """Built once per level, not per draw: strategy construction dominates generation otherwise."""
     return containers_of(_up_to(depth - 1, leaf, container_kinds, max_size), container_kinds, max_size)
+
+
+def feature_structures(feature: str, **kwargs) -> st.SearchStrategy:
+    """:func:`nested_structures` restricted to one of :data:`FEATURES`."""
+    if feature not in FEATURES:
+        raise ValueError(f"unknown feature {feature!r}; valid: {', '.join(FEATURES)}")
+    leaf_kinds, container_kinds = FEATURES[feature]
+    return nested_structures(leaf_kinds, container_kinds, **kwargs)
 
 
 _WRAP_ONE = {

@@ -28,9 +28,13 @@ def register_if_container(node: Any) -> bool:
 
 
 def _needs_registration(node: Any) -> bool:
-    if isinstance(node, torch.Tensor) or pytree.is_namedtuple_instance(node):
+    if isinstance(node, torch.Tensor) or _is_namedtuple(node):  # pytree handles namedtuples itself
         return False
     return isinstance(node, (dict, list, tuple)) or _is_dataclass_instance(node)
+
+
+def _is_namedtuple(node: Any) -> bool:
+    return isinstance(node, tuple) and hasattr(type(node), "_fields")
 
 
 def _is_dataclass_instance(node: Any) -> bool:

@@ -30,6 +30,7 @@ class ReferenceModule(torch.nn.Module):
         self._compiled: compile_stage.Compiled | None = None
         self._observations = Observations()
         self._fallen_back = False
+        self.train(module.training)  # a new Module starts in training mode; the wrapped one may not be
 
     # -- pass-through -------------------------------------------------------------------------
     def __getattr__(self, name):

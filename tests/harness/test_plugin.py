@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOneUlp"]
+MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOneUlp", "GradientsOffByOnePermille"]
 
 
 @pytest.fixture
@@ -31,10 +31,12 @@ def run(project, *args):
 
 
 @pytest.mark.parametrize("impl_name, suite, test", [
-    ("clones_tensors", "suites/test_io_roundtrip.py", "test_roundtrip"),
-    ("size_sensitive", "suites/test_io_schema.py", "test_sizes_do_not_change_schema"),
-    ("dtype_blind", "suites/test_io_schema.py", "test_schema_sees_each_change"),
-    ("drifting", "suites/test_io_through_module.py", "test_nested_io_through_module"),
+    ("clones_tensors", "suites/test_io_roundtrip.py", "test_roundtrip[clones_tensors-core]"),
+    ("size_sensitive", "suites/test_io_schema.py", "test_sizes_do_not_change_schema[size_sensitive-core]"),
+    ("dtype_blind", "suites/test_io_schema.py", "test_schema_sees_each_change[dtype_blind-dtype]"),
+    ("drifting", "suites/test_io_through_module.py", "test_nested_io_through_module[drifting-core]"),
+    ("grad_scaled", "suites/test_grad_parity.py", "test_outputs_loss_and_gradients_match_eager"),
+    ("grad_scaled", "suites/test_grad_parity.py", "test_bloom_lm_trains_20_steps_like_eager"),
 ])
 def test_each_mutant_is_caught_by_its_property(project, impl_name, suite, test):
     result = run(project, f"{suite}::{test}", "--impl", impl_name)
@@ -69,18 +71,18 @@ def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(p
         reproduction = "none"
     """)
     result = run(project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors", "-rx")
-    result.assert_outcomes(xfailed=2)
+    result.assert_outcomes(xfailed=5)
     result.stdout.fnmatch_lines(["*manifest entries matching no collected test*", "*test_no_such_property*"])
 
 
 def test_unexpected_pass_of_a_manifest_entry_fails_the_run(project):
     _manifest(project, "ClonesTensors", """
         [[finding]]
-        test = "suites/test_io_schema.py::test_sizes_do_not_change_schema*"
+        test = "suites/test_io_schema.py::test_sizes_do_not_change_schema[[]clones_tensors-core]"
         reason = "claimed, but not true"
         reproduction = "none"
     """)
-    result = run(project, "suites/test_io_schema.py::test_sizes_do_not_change_schema", "--impl", "clones_tensors")
+    result = run(project, "suites/test_io_schema.py::test_sizes_do_not_change_schema[clones_tensors-core]", "--impl", "clones_tensors")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*XPASS(strict)*"])
 
@@ -111,7 +113,7 @@ def test_required_impl_that_is_unavailable_is_an_error_not_a_skip(project):
         impls.register("missing", Missing)
     """))
     skipped = run(project, "suites/test_io_roundtrip.py", "--impl", "missing", "-rs")
-    skipped.assert_outcomes(skipped=2)
+    skipped.assert_outcomes(skipped=5)
     skipped.stdout.fnmatch_lines(["*missing unavailable: not installed here*"])
     required = run(project, "suites/test_io_roundtrip.py", "--impl", "missing", "--require-impl", "missing")
     assert required.ret == pytest.ExitCode.USAGE_ERROR

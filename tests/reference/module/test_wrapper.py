@@ -73,3 +73,11 @@ def test_auto_fallback_warns_counts_and_matches_eager():
 def test_unknown_fallback_policy_is_rejected():
     with pytest.raises(ValueError, match="valid: disable, auto"):
         Options(fallback="sometimes")
+
+
+def test_wrapper_starts_in_the_wrapped_modules_mode():
+    module = mlp().eval()
+    wrapped = ReferenceModule(module)
+    assert not wrapped.training
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(wrapped(x), module(x))

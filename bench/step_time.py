@@ -1,0 +1,90 @@
+"""Training step time of a Bloom-like causal LM: eager vs each implementation, as ratios in one run.
+
+Shape (issue 3): 4 layers, hidden 256, 4 heads, vocab 1000, batch 8 x sequence 128, SGD.
+Steps of all implementations are interleaved round by round, so machine noise hits them alike;
+the ratios, not the seconds, are the result. Target: reference <= 1.2x eager steady state and
+first step (export + gradient build + sessions) <= 1.8 s.
+
+    python bench/step_time.py [--impl reference,ortmodule] [--rounds 5] [--steps 4] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+from ortcheck import impls
+from ortcheck.impls import Options
+from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
+
+CONFIG = BloomConfig(vocab_size=1000, hidden_size=256, num_heads=4, num_layers=4, max_seq_len=128)
+BATCH = 8
+
+
+def make_step(model: torch.nn.Module, input_ids: torch.Tensor):
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def step() -> float:
+        started = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss = causal_lm_loss(model(input_ids), input_ids)
+        loss.backward()
+        optimizer.step()
+        return time.perf_counter() - started
+
+    return step
+
+
+def measure(names: list[str], rounds: int, steps: int) -> dict[str, dict[str, float]]:
+    base = build_bloom(CONFIG, seed=0)
+    input_ids = example_input_ids(CONFIG, seed=0, batch=BATCH)
+    runners, first = {}, {}
+    for name in names:
+        model = impls.get(name).wrap(copy.deepcopy(base), Options())
+        runners[name] = make_step(model, input_ids)
+        first[name] = runners[name]()  # export, gradient build and sessions happen here
+        runners[name]()  # one warm-up step
+    times = {name: [] for name in names}
+    for _ in range(rounds):
+        for name in names:
+            times[name] += [runners[name]() for _ in range(steps)]
+    return {name: {"first_step_s": first[name], "median_step_s": statistics.median(times[name])} for name in names}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--impl", default="reference,ortmodule", help="comma-separated; eager is always measured")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=4, help="steps per implementation per round")
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    wanted = [name for name in args.impl.split(",") if name and name != "eager"]
+    for name in wanted:
+        if name not in impls.names():
+            parser.error(f"unknown implementation {name!r}; valid: {', '.join(impls.names())}")
+    available = [n for n in wanted if impls.get(n).unavailable_reason() is None]
+    for name in set(wanted) - set(available):
+        print(f"skipping {name}: {impls.get(name).unavailable_reason()}")
+    results = measure(["eager", *available], args.rounds, args.steps)
+    eager = results["eager"]["median_step_s"]
+    print(f"Bloom-like LM {CONFIG.num_layers}x{CONFIG.hidden_size}, batch {BATCH}x{CONFIG.max_seq_len}, "
+          f"torch {torch.__version__}, {args.threads} threads, {args.rounds}x{args.steps} steps each")
+    print(f"{'impl':<10} {'median step':>12} {'ratio':>7} {'first step':>11}")
+    for name, row in results.items():
+        row["ratio_to_eager"] = row["median_step_s"] / eager
+        print(f"{name:<10} {row['median_step_s']:>11.3f}s {row['ratio_to_eager']:>6.2f}x {row['first_step_s']:>10.2f}s")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"config": vars(args), "results": results}, handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

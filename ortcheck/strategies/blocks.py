@@ -1,0 +1,156 @@
+"""The blocks a layer stack is composed of: small frozen specs that build ``nn.Module`` s.
+
+A spec holds only what distinguishes one block from another (no input width), so any sequence of
+specs composes: each is built against the width the previous one produces. Specs repr as valid
+Python, so a falsifying example reads (and re-runs) as written.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ortcheck.models.layers import MLP, Residual, SelfAttention
+
+# simplest first: hypothesis shrinks towards the front
+ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
+    "relu": nn.ReLU,
+    "tanh": nn.Tanh,
+    "sigmoid": nn.Sigmoid,
+    "gelu": nn.GELU,
+    "gelu_tanh": functools.partial(nn.GELU, approximate="tanh"),
+}
+
+
+class Block:
+    """A spec: ``build(width)`` makes the module, ``out_width(width)`` says what it produces."""
+
+    needs_sequence = False  # True: input must be [batch, seq, width]
+
+    def build(self, width: int) -> nn.Module:
+        raise NotImplementedError
+
+    def out_width(self, width: int) -> int:
+        return width
+
+
+@dataclasses.dataclass(frozen=True)
+class Linear(Block):
+    out: int
+
+    def build(self, width):
+        return nn.Linear(width, self.out)
+
+    def out_width(self, width):
+        return self.out
+
+    def __str__(self):
+        return f"linear({self.out})"
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerNorm(Block):
+    def build(self, width):
+        return nn.LayerNorm(width)
+
+    def __str__(self):
+        return "layernorm"
+
+
+@dataclasses.dataclass(frozen=True)
+class Activation(Block):
+    kind: str
+
+    def __post_init__(self):
+        if self.kind not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {self.kind!r}; valid: {', '.join(ACTIVATIONS)}")
+
+    def build(self, width):
+        return ACTIVATIONS[self.kind]()
+
+    def __str__(self):
+        return self.kind
+
+
+@dataclasses.dataclass(frozen=True)
+class Dropout(Block):
+    p: float
+
+    def build(self, width):
+        return nn.Dropout(self.p)
+
+    def __str__(self):
+        return f"dropout({self.p})"
+
+
+@dataclasses.dataclass(frozen=True)
+class ResidualMLP(Block):
+    """``x + MLP(norm(x))`` with a GELU MLP widening by ``expansion``; ``pre_norm=False``: no norm."""
+
+    expansion: int
+    pre_norm: bool
+
+    def build(self, width):
+        return Residual(MLP(width, self.expansion), width, pre_norm=self.pre_norm)
+
+    def __str__(self):
+        return f"residual_mlp(x{self.expansion}{', pre_norm' if self.pre_norm else ''})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Attention(Block):
+    """Self-attention of ``heads`` x ``head_dim`` (independent of the input width), optionally causal."""
+
+    heads: int
+    head_dim: int
+    causal: bool
+    dropout: float | None = None  # on the attention probabilities; None: no Dropout node
+
+    needs_sequence = True
+
+    def build(self, width):
+        return SelfAttention(width, self.heads, self.head_dim, causal=self.causal, dropout=self.dropout)
+
+    def __str__(self):
+        extras = ", causal" if self.causal else ""
+        extras += f", dropout={self.dropout}" if self.dropout is not None else ""
+        return f"attention({self.heads}x{self.head_dim}{extras})"
+
+
+# ---- what feeds the first block
+
+
+@dataclasses.dataclass(frozen=True)
+class Features:
+    """Float inputs ``[batch, (seq,) width]``, fed to the first block as they are."""
+
+    width: int
+
+    def modules(self) -> list[nn.Module]:
+        return []
+
+    def make(self, shape: tuple[int, ...], generator: torch.Generator, requires_grad: bool) -> torch.Tensor:
+        return torch.randn(*shape, self.width, generator=generator).requires_grad_(requires_grad)
+
+    def __str__(self):
+        return f"features({self.width})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Tokens:
+    """Integer token inputs ``[batch, (seq)]`` embedded into ``width`` features."""
+
+    vocab: int
+    width: int
+
+    def modules(self) -> list[nn.Module]:
+        return [nn.Embedding(self.vocab, self.width)]
+
+    def make(self, shape: tuple[int, ...], generator: torch.Generator, requires_grad: bool) -> torch.Tensor:
+        return torch.randint(0, self.vocab, shape, generator=generator)
+
+    def __str__(self):
+        return f"tokens({self.vocab}->{self.width})"
