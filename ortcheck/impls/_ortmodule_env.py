@@ -45,14 +45,19 @@ MANAGED_VARS = (
 )
 
 _BANNER = "is accelerating your model"
+_EXTRA_REPR = "attribute name extra_repr collides with ORTModule's attribute name"
+# torch_io_helper warns this for every str/int/float/bool it flattens (regex for warnings filters).
+CONSTANT_WARNING = r"Received input of type .* which may be treated as a constant"
 _state: dict = {}
 
 
 class _DropBanner(logging.Filter):
-    """Drop ORTModule's feature table, logged at WARNING on every session creation (pure noise)."""
+    """Drop two pure-noise WARNING records: ORTModule's feature table (every session creation) and
+    "attribute name extra_repr collides" (every wrap of a module defining ``extra_repr``, e.g. Linear)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return _BANNER not in str(record.msg)
+        message = str(record.msg)
+        return _BANNER not in message and _EXTRA_REPR not in message
 
 
 def _stub_nvtx_if_broken(torch) -> bool:

@@ -5,9 +5,9 @@ after construction land on the *user's* module and make ORTModule re-export; per
 patches would also survive ``copy.deepcopy`` and count the copy's work into the original. So:
 
 - a forward pre-hook / always-called forward hook (module-level functions, picklable) set the
-  managed env vars and swap ``torch.onnx.export`` (ORTModule looks it up as ``torch.onnx.export``
-  at call time) for a counting wrapper, restoring both afterwards — a stack, so nested wrapped
-  modules each count their own exports;
+  managed env vars, mute ORTModule's per-constant warning and swap ``torch.onnx.export`` (which
+  ORTModule looks up at call time) for a counting wrapper, restoring all of it afterwards — a
+  stack, so nested wrapped modules each count their own exports;
 - after each forward the recorder polls ORTModule's internals: a new ``OrtModuleGraphBuilder`` in
   the TrainingManager's ``_graph_builder`` is one gradient build, a new ``_execution_agent`` in
   either execution manager is one session, a pending ``_fallback_manager`` exception after a call
@@ -15,8 +15,10 @@ patches would also survive ``copy.deepcopy`` and count the copy's work into the 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import warnings
 import weakref
 from typing import Any
 
@@ -76,27 +78,34 @@ def recorder(ort_module: torch.nn.Module) -> Recorder:
     return _recorders[ort_module]
 
 
-def _counting(previous_export, rec: Recorder):
-    @functools.wraps(previous_export)  # keeps the signature ORTModule inspects ("autograd_inlining")
+def _counting(real_export, rec: Recorder):
+    @functools.wraps(real_export)  # keeps the signature ORTModule inspects ("autograd_inlining")
     def export(*args, **kwargs):
         rec.exports += 1
-        return previous_export(*args, **kwargs)
+        return real_export(*args, **kwargs)
 
     return export
 
 
 def _pre_hook(env_items: tuple, module: torch.nn.Module, args) -> None:
-    env_context = _ortmodule_env.applied(dict(env_items))
-    env_context.__enter__()
+    env_context = contextlib.ExitStack()
+    env_context.enter_context(_ortmodule_env.applied(dict(env_items)))
+    env_context.enter_context(warnings.catch_warnings())
+    # ORTModule warns once per non-tensor leaf of the module's outputs at each export: noise.
+    warnings.filterwarnings("ignore", message=_ortmodule_env.CONSTANT_WARNING)
     rec = recorder(module)
+    # Count into the innermost wrapped module only: wrap the export that was there before *any*
+    # of our frames, not an outer frame's counting wrapper.
+    real_export = _active[0][1] if _active else torch.onnx.export
     _active.append((rec, torch.onnx.export, env_context))
-    torch.onnx.export = _counting(torch.onnx.export, rec)
+    torch.onnx.export = _counting(real_export, rec)
 
 
 def _post_hook(module: torch.nn.Module, args, output) -> None:
-    if not _active:
+    rec = recorder(module)
+    if not _active or _active[-1][0] is not rec:  # our pre-hook did not run (an earlier pre-hook raised)
         return None
-    rec, previous_export, env_context = _active.pop()
+    _, previous_export, env_context = _active.pop()
     torch.onnx.export = previous_export
     env_context.__exit__(None, None, None)
     rec.poll(module, finished_forward=True)

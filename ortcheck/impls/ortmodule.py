@@ -61,7 +61,7 @@ class OrtModuleImpl(Implementation):
 
         _ortmodule_env.load()
         with warnings.catch_warnings():  # one "may be treated as a constant" warning per non-tensor leaf
-            warnings.filterwarnings("ignore", message="Received input of type")
+            warnings.filterwarnings("ignore", message=_ortmodule_env.CONSTANT_WARNING)
             tensors, schema = extract_data_and_schema(data, constant_as_tensor=CONSTANT_AS_TENSOR)
         return tensors, schema
 
