@@ -76,6 +76,10 @@ class ForwardModel:
     def value_type(self, name: str) -> onnx.TypeProto | None:
         return self._types.get(name)
 
+    def producer(self, name: str) -> onnx.NodeProto | None:
+        """The forward node computing ``name`` (None for inputs and initializers)."""
+        return self._producers.get(name)
+
     def constant_node(self, name: str) -> onnx.NodeProto | None:
         return self._constant_nodes.get(name)
 

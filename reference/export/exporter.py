@@ -16,6 +16,7 @@ import torch
 
 from reference import io
 from reference.export.flat_module import FlatModule
+from reference.export.simplify import drop_zero_dropouts
 
 
 class ExportError(RuntimeError):
@@ -50,6 +51,7 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     except Exception as error:  # the exporter raises many types; the caller decides about fallback
         raise ExportError(f"torch.onnx.export failed for {type(module).__name__}: {error}") from error
     model = onnx.load_model_from_string(buffer.getvalue())
+    drop_zero_dropouts(model)
     state_names, state_keys = _lift_state(model, flat)
     output_names = tuple(value.name for value in model.graph.output)
     return ExportedGraph(model, input_names, state_names, state_keys, output_names, flat.output_schema)

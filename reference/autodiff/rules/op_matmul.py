@@ -32,7 +32,13 @@ def matmul_grad(ctx, node):
 
 def _linear_grads(ctx, node, rank_a: int) -> dict[int, str]:
     grad, grads = node.grad(), {}
-    if node.wants(0):
+    untransposed = _transpose_source(ctx, node.input(1))
+    if node.wants(0) and untransposed is not None:
+        # B = Wᵀ (how Linear exports on 3-D inputs): dA = dY·W reads the parameter itself, so Wᵀ is
+        # not stashed and onnxruntime may fuse the forward Transpose into the MatMul.
+        weight = ctx.forward(untransposed)
+        grads[0] = ctx.op("Gemm" if rank_a == 2 else "MatMul", grad, weight)
+    elif node.wants(0):
         weight = ctx.forward(node.input(1))
         if rank_a == 2:
             grads[0] = ctx.op("Gemm", grad, weight, transB=1)
@@ -45,6 +51,15 @@ def _linear_grads(ctx, node, rank_a: int) -> dict[int, str]:
             rows_grad = ctx.op("Flatten", grad, axis=rank_a - 1)
         grads[1] = ctx.op("Gemm", rows_a, rows_grad, transA=1)
     return grads
+
+
+def _transpose_source(ctx, name: str) -> str | None:
+    """W when ``name`` is a plain 2-D Transpose(W), else None."""
+    producer = ctx.forward_model.producer(name)
+    if producer is None or producer.op_type != "Transpose" or ctx.rank(producer.input[0]) != 2:
+        return None
+    perm = [list(a.ints) for a in producer.attribute if a.name == "perm"]
+    return producer.input[0] if perm in ([], [[1, 0]]) else None
 
 
 def _promoted(ctx, name: str, rank: int, axis: int) -> str:
