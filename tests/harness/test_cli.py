@@ -1,0 +1,61 @@
+"""`ortcheck run` end to end, and the profile selection it relies on."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ortcheck import profiles
+
+
+def ortcheck(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "ortcheck.cli", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_run_prints_the_matrix_and_writes_both_reports(tmp_path):
+    result = ortcheck("run", "--impl", "eager", "-k", "roundtrip", "--profile", "dev", "--report-dir", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "ortcheck conformance matrix" in result.stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    cells = summary["conformance"]["cells"]
+    assert summary["conformance"]["ok"] and {c["impl"] for c in cells} == {"eager"}
+    assert {c["property"] for c in cells} >= {"suites/test_io_roundtrip.py::test_roundtrip[core]"}
+    assert "| `suites/test_io_roundtrip.py::test_roundtrip[core]` | pass |" in (tmp_path / "summary.md").read_text()
+
+
+def test_run_fails_when_nothing_ran(tmp_path):
+    result = ortcheck("run", "--impl", "eager", "-k", "no_such_property", "--report-dir", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "no tests ran" in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "--impl", "nonesuch"], "invalid choice: 'nonesuch' (choose from 'eager', 'reference', 'ortmodule', 'all')"),
+    (["run", "--device", "tpu"], "invalid choice: 'tpu'"),
+    (["run", "--bogus"], "unrecognized arguments: --bogus"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_bad_arguments_name_what_was_wrong(tmp_path, args, message):
+    result = ortcheck(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_profile_comes_from_the_environment(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv(profiles.ENV_VAR, raising=False)
+    assert profiles.default_profile() == "dev"
+    monkeypatch.setenv("CI", "true")
+    assert profiles.default_profile() == "ci"
+    monkeypatch.setenv(profiles.ENV_VAR, "nightly")
+    assert profiles.default_profile() == "nightly"
+    monkeypatch.setenv(profiles.ENV_VAR, "weekly")
+    with pytest.raises(ValueError, match="valid: dev, ci, nightly"):
+        profiles.default_profile()
+
+
+def test_ci_profile_is_derandomized_with_at_least_100_examples_and_nightly_1000():
+    from hypothesis import settings
+
+    assert settings.get_profile("ci").derandomize and settings.get_profile("ci").max_examples >= 100
+    assert settings.get_profile("nightly").max_examples >= 1000
