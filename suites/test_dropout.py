@@ -30,8 +30,8 @@ class DropoutOnly(torch.nn.Module):
 @given(p=st.sampled_from([0.1, 0.25, 0.5, 0.75]), seed=st.integers(0, 2**16))
 def test_dropout_output_and_gradient_share_one_mask(impl, options, p, seed):
     generator = torch.Generator().manual_seed(seed)
-    x = (torch.rand(64, 64, generator=generator) + 0.5).requires_grad_()  # no zeros: a 0 output means dropped
-    dy = torch.randn(64, 64, generator=generator)
+    x = (torch.rand(64, 64, generator=generator) + 0.5).to(options.device).requires_grad_()  # no zeros: 0 out = dropped
+    dy = torch.randn(64, 64, generator=generator).to(options.device)
     torch.manual_seed(seed)
     wrapped = impl.wrap(DropoutOnly(p).train(), options)
 
@@ -49,6 +49,6 @@ def test_dropout_output_and_gradient_share_one_mask(impl, options, p, seed):
 
 
 def test_dropout_is_identity_in_eval_mode(impl, options):
-    x = torch.randn(8, 8)
+    x = torch.randn(8, 8, device=options.device)
     wrapped = impl.wrap(DropoutOnly(0.5).eval(), options)
     torch.testing.assert_close(wrapped(x), x)

@@ -20,8 +20,8 @@ from ortcheck.strategies import layer_stacks
 pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 
 
-def _fresh(inputs):
-    return tuple(t.detach().clone().requires_grad_(t.requires_grad) for t in inputs)
+def _fresh(inputs, device):
+    return tuple(t.detach().to(device, copy=True).requires_grad_(t.requires_grad) for t in inputs)
 
 
 def _step(module, stack, inputs):
@@ -33,8 +33,8 @@ def _step(module, stack, inputs):
     return outputs, loss
 
 
-def _assert_step_matches(stack, eager, wrapped, inputs, what):
-    eager_inputs, wrapped_inputs = _fresh(inputs), _fresh(inputs)
+def _assert_step_matches(stack, eager, wrapped, inputs, what, device):
+    eager_inputs, wrapped_inputs = _fresh(inputs, device), _fresh(inputs, device)
     expected_out, expected_loss = _step(eager, stack, eager_inputs)
     actual_out, actual_loss = _step(wrapped, stack, wrapped_inputs)
     assert_tensors_close(actual_out, expected_out, f"{what} output")
@@ -48,10 +48,11 @@ def _assert_step_matches(stack, eager, wrapped, inputs, what):
 
 @given(stack=layer_stacks(), seed=st.integers(0, 2**16))
 def test_outputs_loss_and_gradients_match_eager(impl, options, stack, seed):
-    eager = stack.build_module(seed)
+    eager = stack.build_module(seed).to(options.device)
     wrapped = impl.wrap(copy.deepcopy(eager), options)
-    _assert_step_matches(stack, eager, wrapped, stack.make_inputs(seed), "first call")
-    _assert_step_matches(stack, eager, wrapped, stack.make_inputs(seed + 1, batch=stack.batch + 2), "other batch")
+    _assert_step_matches(stack, eager, wrapped, stack.make_inputs(seed), "first call", options.device)
+    _assert_step_matches(stack, eager, wrapped, stack.make_inputs(seed + 1, batch=stack.batch + 2), "other batch",
+                         options.device)
 
 
 def test_bloom_lm_trains_20_steps_like_eager(impl, options):
@@ -60,14 +61,14 @@ def test_bloom_lm_trains_20_steps_like_eager(impl, options):
     The two batches alternate, so the model can learn them and the loss must fall.
     """
     config = BloomConfig()
-    eager = build_bloom(config, seed=0)
+    eager = build_bloom(config, seed=0).to(options.device)
     wrapped = impl.wrap(copy.deepcopy(eager), options)
     curves = []
     for model in (eager, wrapped):
         optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
         losses = []
         for step in range(20):
-            ids = example_input_ids(config, seed=step % 2, batch=4)
+            ids = example_input_ids(config, seed=step % 2, batch=4).to(options.device)
             optimizer.zero_grad()
             loss = causal_lm_loss(model(ids), ids)
             loss.backward()

@@ -36,11 +36,11 @@ class NestedEcho(torch.nn.Module):
         return ~leaf if leaf.dtype == torch.bool else leaf + 1
 
 
-def _fresh_copy(data):
-    """Same values, new leaf tensors: eager and wrapped runs must not share gradients."""
+def _fresh_copy(data, device):
+    """Same values, new leaf tensors on ``device``: eager and wrapped runs must not share gradients."""
     def copy_leaf(leaf):
         if isinstance(leaf, torch.Tensor):
-            return leaf.detach().clone().requires_grad_(leaf.requires_grad)
+            return leaf.detach().to(device, copy=True).requires_grad_(leaf.requires_grad)
         return leaf
 
     return map_leaves(data, copy_leaf)
@@ -71,10 +71,10 @@ def test_distinct_key_paths_stay_distinct(impl, options):
 
 
 def _assert_through_module_matches_eager(impl, options, x, nested, extra):
-    eager = NestedEcho()
+    eager = NestedEcho().to(options.device)
     wrapped = impl.wrap(copy.deepcopy(eager), options)
     inputs = (x, nested, extra)
-    eager_inputs, wrapped_inputs = _fresh_copy(inputs), _fresh_copy(inputs)
+    eager_inputs, wrapped_inputs = _fresh_copy(inputs, options.device), _fresh_copy(inputs, options.device)
 
     expected = _run(eager, eager_inputs)
     actual = _run(wrapped, wrapped_inputs)
