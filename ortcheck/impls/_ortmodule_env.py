@@ -4,7 +4,7 @@ Why a separate module: ``ortcheck.impls.ortmodule`` must import everywhere (the 
 no onnxruntime-training), so everything that touches ``onnxruntime.training`` lives behind
 :func:`load`, which imports it once, on first use.
 
-When onnxruntime-training 1.19.2 reads its env vars (see ORTMODULE_NOTES.md):
+When onnxruntime-training 1.19.2 reads its env vars (see docs/ortmodule-1.19.2.md):
 - at ``ORTModule(...)`` construction: FALLBACK_POLICY (twice: ``_FallbackManager`` and
   ``_RuntimeOptions``), FALLBACK_RETRY, SKIPCHECK_POLICY, MEMORY_OPT_LEVEL, MEMORY_OPT_CONFIG (the
   *path*; the file itself is read by C++ at every session creation), ENABLE_MEM_EFFICIENT_GRAD_MGMT,

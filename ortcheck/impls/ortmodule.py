@@ -7,7 +7,7 @@ the registry can list it everywhere and report why it is unavailable.
 attribute passthrough are ORTModule's own. Options become its env vars (see ``_ortmodule_env``),
 set around construction and around every forward and restored afterwards; counters come from
 ``_ortmodule_observe``. ``flatten``/``unflatten``/``same_schema`` are ORTModule's own helpers and
-comparison, unchanged, so their deviations show up as findings (ORTMODULE_NOTES.md).
+comparison, unchanged, so their deviations show up as findings (docs/ortmodule-1.19.2.md).
 """
 from __future__ import annotations
 
