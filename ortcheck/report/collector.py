@@ -43,15 +43,16 @@ class ResultCollector:
 
 
 def _status(report) -> str | None:
-    if report.when == "call" or report.outcome != "passed":
-        if hasattr(report, "wasxfail"):
-            return "expected-fail" if report.skipped else "fail"  # a strict XPASS arrives as failed
-        if report.passed:
-            return "pass" if report.when == "call" else None
-        if report.skipped:
-            return "skip"
-        return "fail" if report.when == "call" else "error"
-    return None
+    """One status per test item: its call phase, or the setup/teardown phase that did not pass."""
+    if report.passed and report.when != "call":
+        return None
+    if hasattr(report, "wasxfail"):
+        return "expected-fail" if report.skipped else "fail"  # a strict XPASS arrives as failed
+    if report.passed:
+        return "pass"
+    if report.skipped:
+        return "skip"
+    return "fail" if report.when == "call" else "error"
 
 
 def _detail(report, status: str) -> str:
