@@ -1,11 +1,14 @@
 """``ReferenceModule``: wraps a ``torch.nn.Module`` so forward/backward run in onnxruntime.
 
 Per call: flatten the inputs, ask the transition machine what to rebuild, run the forward graph
-through the autograd bridge, unflatten the outputs. Attribute access, parameters and state_dict
-pass through to the wrapped module, so user code and optimizers see the original names.
+of the current mode through the autograd bridge, unflatten the outputs. Attribute access,
+parameters and state_dict pass through to the wrapped module, so user code and optimizers see the
+original names. Setting an attribute on the wrapper sets it on the wrapped module (as ORTModule
+does) and makes every mode re-export on its next forward: the trace may have baked the old value in.
 """
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import torch
@@ -16,7 +19,7 @@ from reference.autodiff import UnsupportedOpError
 from reference.export import ExportError
 from reference.module import compiled as compile_stage
 from reference.runtime import OrtGraphFunction
-from reference.transitions import GraphState, decide
+from reference.transitions import GraphState, Graphs
 
 _FAILURES = (ExportError, UnsupportedOpError)
 
@@ -26,13 +29,22 @@ class ReferenceModule(torch.nn.Module):
         super().__init__()
         self.module = module.to(options.device)
         self._options = options
-        self._state: GraphState | None = None
-        self._compiled: compile_stage.Compiled | None = None
+        self._graphs = Graphs()
+        self._compiled: dict[bool, compile_stage.Compiled] = {}  # per mode (training: bool)
         self._observations = Observations()
         self._fallen_back = False
+        self._module_version = 0
         self.train(module.training)  # a new Module starts in training mode; the wrapped one may not be
+        self._passes_attributes = True
 
     # -- pass-through -------------------------------------------------------------------------
+    def __setattr__(self, name, value):
+        """The wrapper's own attributes stay here; any other goes to the wrapped module."""
+        if not self.__dict__.get("_passes_attributes") or name in self.__dict__ or name in self._modules:
+            return super().__setattr__(name, value)
+        setattr(self.module, name, value)
+        self.__dict__["_module_version"] += 1
+
     def __getattr__(self, name):
         try:
             return super().__getattr__(name)
@@ -65,30 +77,35 @@ class ReferenceModule(torch.nn.Module):
             if self._options.fallback != "auto":
                 raise
             return self._fall_back(error, args, kwargs)
-        outputs = OrtGraphFunction.apply(self._compiled.runner, *tensors, *self._state_tensors())
-        return io.unflatten(list(outputs), self._compiled.exported.output_schema)
+        compiled = self._compiled[self.training]
+        outputs = OrtGraphFunction.apply(compiled.runner, *tensors, *self._state_tensors(compiled))
+        return io.unflatten(list(outputs), compiled.exported.output_schema)
 
-    def _state_tensors(self) -> list[torch.Tensor]:
+    def _state_tensors(self, compiled: compile_stage.Compiled) -> list[torch.Tensor]:
         """Parameters and buffers in the exported graph's input order, looked up afresh each call."""
         lookup = {**dict(self.module.named_parameters()), **dict(self.module.named_buffers())}
-        return [lookup[key] for key in self._compiled.exported.state_keys]
+        return [lookup[key] for key in compiled.exported.state_keys]
 
     def _prepare(self, tensors, schema):
-        grad = torch.is_grad_enabled()
-        trainable = {key for key, p in self.module.named_parameters() if grad and p.requires_grad}
-        state = GraphState(schema, self.training, self._options.device,
-                           tuple(grad and t.requires_grad for t in tensors),
-                           tuple(key in trainable for key, _ in self.module.named_parameters()))
-        transition = decide(self._state, state)
+        trainable = {key for key, p in self.module.named_parameters() if p.requires_grad}
+        state = GraphState(schema, self.training, self._device(), tuple(t.requires_grad for t in tensors),
+                           tuple(key in trainable for key, _ in self.module.named_parameters()),
+                           self._module_version)
+        transition, graphs = self._graphs.step(state, torch.is_grad_enabled())
         if transition.export:
-            self._compiled = compile_stage.export(self.module, tensors, state)
+            self._compiled[self.training] = compile_stage.export(self.module, tensors, state)
             self._observations.exports += 1
         if transition.build_gradient:
-            compile_stage.build(self._compiled, state, trainable)
+            compile_stage.build(self._compiled[self.training], state, trainable)
             self._observations.gradient_builds += 1
-            self._observations.sessions += self._compiled.runner.num_sessions
+        self._observations.sessions += transition.new_sessions  # one set (forward + backward) per build
         self._observations.last_reason = transition.reason
-        self._state = state
+        self._graphs = graphs  # only once built: a failed export is retried on the next call
+
+    def _device(self) -> str:
+        """Where the wrapped module lives now (``.to()`` moves it), else where the options put it."""
+        tensor = next(itertools.chain(self.module.parameters(), self.module.buffers()), None)
+        return self._options.device if tensor is None else tensor.device.type
 
     def _fall_back(self, error: Exception, args, kwargs):
         warnings.warn(f"reference pipeline falls back to eager PyTorch: {error}", RuntimeWarning, stacklevel=3)

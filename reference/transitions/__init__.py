@@ -1,4 +1,4 @@
 """Stage 2 (DESIGN.md): the one place that decides, per forward call, what must be rebuilt."""
-from reference.transitions.machine import GraphState, Transition, decide
+from reference.transitions.machine import REASONS, GraphState, Graphs, Transition, decide
 
-__all__ = ["GraphState", "Transition", "decide"]
+__all__ = ["GraphState", "Graphs", "Transition", "decide", "REASONS"]

@@ -1,9 +1,14 @@
-"""A pure state machine: (previous state, current state) -> what to rebuild, and why.
+"""A pure state machine: what the graphs were built for + this call -> what to rebuild, and why.
 
-The export depends on what the traced graph bakes in: the input schema (structure, constants,
-dtypes, ranks), train/eval mode (dropout) and device. The gradient graph depends on which graph
-inputs need gradients. Sessions follow from either. Checking in this order makes the reason name
-the most expensive change.
+The export bakes in what the trace saw: the input schema (structure, constants, dtypes, ranks),
+train/eval mode (dropout, ``if self.training``), device and the module's Python attributes. The
+gradient graph depends on which graph inputs need gradients. Sessions follow from either.
+Checking in this order makes the reason name the most expensive change.
+
+Graphs are cached per mode, like ORTModule's training and inference managers: returning to a mode
+whose graph is still valid reuses it, so alternating train/eval (validation every N steps) costs
+one export per mode, not one per switch. A forward under ``torch.no_grad()`` records no autograd
+graph, so it never rebuilds gradients: it runs the forward of the graph already built for its mode.
 """
 from __future__ import annotations
 
@@ -11,14 +16,27 @@ import dataclasses
 
 from reference.io import Schema
 
+# The fixed vocabulary of reasons (``Transition.reason``).
+FIRST_FORWARD = "first forward"
+MODE_CHANGED = "train/eval mode changed"  # first forward in this mode; the other mode has a graph
+SCHEMA_CHANGED = "input schema changed"
+DEVICE_CHANGED = "device changed"
+MODULE_CHANGED = "module attribute changed"
+INPUTS_GRAD_CHANGED = "inputs requiring grad changed"
+TRAINABLE_CHANGED = "trainable parameters changed"
+REUSED = "reuse: nothing changed"
+REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED,
+           INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, REUSED)
+
 
 @dataclasses.dataclass(frozen=True)
 class GraphState:
     schema: Schema
     training: bool
     device: str
-    inputs_requiring_grad: tuple[bool, ...]  # per flattened user tensor (False under no_grad)
+    inputs_requiring_grad: tuple[bool, ...]  # per flattened user tensor, as declared (grad mode aside)
     trainable: tuple[bool, ...]              # per module parameter, named_parameters() order
+    module_version: int = 0                  # bumped by every attribute set through the wrapper
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,18 +50,46 @@ class Transition:
         return self.export or self.build_gradient
 
 
-REUSE = Transition(False, False, "reuse: nothing changed")
+REUSE = Transition(False, False, REUSED)
+_EXPORT_CHECKS = (("schema", SCHEMA_CHANGED), ("training", MODE_CHANGED), ("device", DEVICE_CHANGED),
+                  ("module_version", MODULE_CHANGED))
 
 
-def decide(previous: GraphState | None, current: GraphState) -> Transition:
+def decide(previous: GraphState | None, current: GraphState, grad_enabled: bool = True) -> Transition:
+    """What one graph built for ``previous`` needs to serve ``current``."""
     if previous is None:
-        return Transition(True, True, "first forward")
-    for field, what in (("schema", "input schema changed"), ("training", "train/eval mode changed"),
-                        ("device", "device changed")):
+        return Transition(True, True, FIRST_FORWARD)
+    for field, reason in _EXPORT_CHECKS:
         if getattr(previous, field) != getattr(current, field):
-            return Transition(True, True, what)
+            return Transition(True, True, reason)
+    if not grad_enabled:
+        return REUSE
     if previous.inputs_requiring_grad != current.inputs_requiring_grad:
-        return Transition(False, True, "inputs requiring grad changed")
+        return Transition(False, True, INPUTS_GRAD_CHANGED)
     if previous.trainable != current.trainable:
-        return Transition(False, True, "trainable parameters changed")
+        return Transition(False, True, TRAINABLE_CHANGED)
     return REUSE
+
+
+@dataclasses.dataclass(frozen=True)
+class Graphs:
+    """What the graph of each mode was built for (None: not built yet). Immutable: ``step`` returns the next."""
+
+    train: GraphState | None = None
+    eval: GraphState | None = None
+
+    def built_for(self, training: bool) -> GraphState | None:
+        return self.train if training else self.eval
+
+    def step(self, current: GraphState, grad_enabled: bool = True) -> tuple[Transition, "Graphs"]:
+        """The transition for a forward call in ``current``, and the graphs after it."""
+        previous = self.built_for(current.training)
+        if previous is None:
+            other = self.built_for(not current.training)
+            transition = Transition(True, True, FIRST_FORWARD if other is None else MODE_CHANGED)
+        else:
+            transition = decide(previous, current, grad_enabled)
+        if not transition.new_sessions:  # a reuse keeps what the graph was built for (no_grad ignores grad needs)
+            return transition, self
+        slot = "train" if current.training else "eval"
+        return transition, dataclasses.replace(self, **{slot: current})

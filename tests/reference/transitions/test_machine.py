@@ -1,11 +1,14 @@
-"""The transition machine alone: each change maps to the cheapest sufficient rebuild, with a reason."""
+"""The transition machine alone: each change maps to the cheapest sufficient rebuild, with a reason;
+each mode keeps its own graph; no_grad forwards never rebuild gradients."""
 import dataclasses
 
 import pytest
 import torch
 
 from reference.io import flatten
-from reference.transitions import GraphState, decide
+from reference.transitions import REASONS, GraphState, Graphs, Transition, decide
+from reference.transitions.machine import (FIRST_FORWARD, MODE_CHANGED, MODULE_CHANGED, REUSE, REUSED, SCHEMA_CHANGED,
+                                           TRAINABLE_CHANGED)
 
 
 def state(data=(torch.zeros(2, 3),), training=True, device="cpu", inputs_grad=(True,), trainable=(True, True)):
@@ -49,3 +52,55 @@ def test_gradient_needs_rebuild_the_gradient_graph_only(changed, reason):
 def test_the_most_expensive_change_names_the_reason():
     both = dataclasses.replace(state(training=False), trainable=(False, False))
     assert decide(BASE, both).reason == "train/eval mode changed"
+
+
+def test_an_attribute_set_through_the_wrapper_forces_a_reexport():
+    changed = dataclasses.replace(BASE, module_version=1)
+    assert decide(BASE, changed) == Transition(True, True, MODULE_CHANGED)
+
+
+def test_under_no_grad_gradient_needs_are_not_compared():
+    changed = state(inputs_grad=(False,), trainable=(False, False))
+    assert decide(BASE, changed, grad_enabled=False) == REUSE
+    assert decide(BASE, state(data=(torch.zeros(2, 3, 1),)), grad_enabled=False).export
+
+
+def test_each_mode_keeps_its_own_graph():
+    eval_state = state(training=False)
+    steps = [(BASE, FIRST_FORWARD), (eval_state, MODE_CHANGED), (BASE, REUSED), (eval_state, REUSED)]
+    graphs = Graphs()
+    for current, reason in steps:
+        transition, graphs = graphs.step(current)
+        assert transition.reason == reason
+    assert (graphs.train, graphs.eval) == (BASE, eval_state)
+
+
+def test_a_change_invalidates_the_other_modes_graph_too():
+    graphs = Graphs()
+    for current in (BASE, state(training=False), state(data=(torch.zeros(2, 3, 1),))):
+        _, graphs = graphs.step(current)
+    transition, _ = graphs.step(state(data=(torch.zeros(2, 3, 1),), training=False))
+    assert (transition.export, transition.reason) == (True, SCHEMA_CHANGED)
+
+
+def test_a_no_grad_reuse_keeps_what_the_graph_was_built_for():
+    _, graphs = Graphs().step(BASE)
+    frozen = state(trainable=(False, False))
+    transition, after_no_grad = graphs.step(frozen, grad_enabled=False)
+    assert transition == REUSE and after_no_grad.train == BASE
+    transition, _ = after_no_grad.step(frozen)  # with grad on, the frozen parameters now matter
+    assert transition == Transition(False, True, TRAINABLE_CHANGED)
+
+
+def test_a_first_forward_under_no_grad_builds_for_the_declared_needs():
+    transition, graphs = Graphs().step(BASE, grad_enabled=False)
+    assert transition == Transition(True, True, FIRST_FORWARD)
+    assert graphs.step(BASE)[0] == REUSE
+
+
+def test_every_reason_is_in_the_vocabulary():
+    seen = {decide(None, BASE).reason, decide(BASE, BASE).reason, Graphs(train=BASE).step(state(training=False))[0].reason}
+    seen |= {decide(BASE, changed).reason for changed in (
+        state(data=(torch.zeros(2, 3, 1),)), state(training=False), state(device="cuda"),
+        dataclasses.replace(BASE, module_version=1), state(inputs_grad=(False,)), state(trainable=(False, True)))}
+    assert seen == set(REASONS)
