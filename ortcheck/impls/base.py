@@ -40,7 +40,7 @@ class Observations:
 
     exports: int | None = 0
     gradient_builds: int | None = 0
-    sessions: int | None = 0
+    sessions: int | None = 0  # times it (re)created the session(s) of a graph, however many it holds
     fallbacks: int | None = 0
     last_reason: str | None = None
 
@@ -58,6 +58,7 @@ class Capability:
     BNB4 = "bnb4"
     CONVERGENCE = "convergence"
     CUDA = "cuda"
+    SKIP_CHECKS = "skip_checks"  # has a fast path that stops re-checking after the first forward (Options.skip_checks)
 
 
 class Implementation(abc.ABC):
@@ -90,8 +91,8 @@ class Implementation(abc.ABC):
         return a == b
 
     def observe(self, wrapped: torch.nn.Module) -> Observations:
-        """Counters of what the pipeline did for ``wrapped`` so far."""
-        return Observations()
+        """Counters of what the pipeline did for ``wrapped`` so far (default: none observable)."""
+        return Observations(exports=None, gradient_builds=None, sessions=None, fallbacks=None)
 
     def manifest_path(self) -> Path:
         """Where this implementation's expected-failure manifest lives (TOML, see ortcheck.manifest)."""

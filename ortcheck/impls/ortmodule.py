@@ -39,7 +39,7 @@ class OrtModuleImpl(Implementation):
     def capabilities(self) -> frozenset[str]:
         caps = {Capability.IO_ROUNDTRIP, Capability.IO_SCHEMA, Capability.IO_THROUGH_MODULE,
                 Capability.GRAD_PARITY, Capability.TRANSITIONS, Capability.RECOMPUTE,
-                Capability.MEM_EFFICIENT_GRAD, Capability.CONVERGENCE}
+                Capability.MEM_EFFICIENT_GRAD, Capability.CONVERGENCE, Capability.SKIP_CHECKS}
         if torch.cuda.is_available() and self.unavailable_reason() is None:
             import onnxruntime
 
