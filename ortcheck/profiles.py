@@ -5,9 +5,11 @@ Heavy properties (each example exports a graph) run a fraction of the profile's 
 """
 from __future__ import annotations
 
+import contextlib
 import os
+from typing import Iterator
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 PROFILES = ("dev", "ci", "nightly")
 ENV_VAR = "ORTCHECK_HYPOTHESIS_PROFILE"
@@ -30,3 +32,16 @@ def default_profile() -> str:
 def scaled(fraction: float) -> settings:
     """Settings running ``fraction`` of the active profile's examples (at least 10)."""
     return settings(max_examples=max(10, int(settings().max_examples * fraction)))
+
+
+@contextlib.contextmanager
+def without_shrinking() -> Iterator[None]:
+    """The active profile minus the shrink phase, for tests run while inside this context."""
+    active, previous = settings.default, settings.get_current_profile_name()
+    name = f"{previous}-no-shrink"
+    settings.register_profile(name, parent=active, phases=[p for p in active.phases if p is not Phase.shrink])
+    settings.load_profile(name)
+    try:
+        yield
+    finally:
+        settings.load_profile(previous)

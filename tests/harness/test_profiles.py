@@ -1,0 +1,42 @@
+"""Hypothesis profiles: selection from the environment, and the no-shrink context for expected failures."""
+import pytest
+from hypothesis import Phase, given, settings, strategies as st
+
+from ortcheck import profiles
+
+
+def test_without_shrinking_drops_only_the_shrink_phase_and_restores_the_profile():
+    before = settings.get_current_profile_name()
+    with profiles.without_shrinking():
+        assert Phase.shrink not in settings.default.phases
+        assert Phase.generate in settings.default.phases
+        assert settings.default.max_examples == settings.get_profile(before).max_examples
+    assert settings.get_current_profile_name() == before
+    assert Phase.shrink in settings.default.phases
+
+
+def test_a_failure_inside_the_context_is_reported_unshrunk():
+    seen = []
+    with profiles.without_shrinking():
+        @settings(derandomize=True, database=None)  # inherits the no-shrink default active here
+        @given(st.integers(min_value=0))
+        def fails_on_large(n):
+            seen.append(n)
+            assert n < 1000
+
+        with pytest.raises(AssertionError):
+            fails_on_large()
+    first_failure = next(n for n in seen if n >= 1000)
+    assert set(seen[seen.index(first_failure):]) == {first_failure}  # replayed, never searched below
+    assert first_failure > 1000  # what shrinking would have reported
+
+
+@pytest.mark.parametrize("value", ["", "bogus"])
+def test_an_unknown_profile_name_in_the_environment_is_an_error(monkeypatch, value):
+    monkeypatch.setenv(profiles.ENV_VAR, value)
+    monkeypatch.delenv("CI", raising=False)
+    if value:
+        with pytest.raises(ValueError, match="bogus.*valid: dev, ci, nightly"):
+            profiles.default_profile()
+    else:
+        assert profiles.default_profile() == "dev"
