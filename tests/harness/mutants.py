@@ -1,8 +1,11 @@
 """Deliberately broken implementations: each suite must catch the defect it is about."""
 import torch
 
+from ortcheck.impls import Options
 from ortcheck.impls.eager import EagerImpl
+from ortcheck.impls.reference import ReferenceImpl
 from reference.io import flatten, unflatten
+from reference.transitions import Graphs
 
 
 class ClonesTensors(EagerImpl):
@@ -55,3 +58,23 @@ class GradientsOffByOnePermille(EagerImpl):
         for parameter in module.parameters():
             parameter.register_hook(lambda grad: grad * 1.001)
         return module
+
+
+class ReexportsOnNewSizes(ReferenceImpl):
+    """Re-exports whenever an input size changes, as if sizes were in the schema: outputs and gradients
+    stay right, so only the transition counters can tell."""
+    name = "reexports_on_new_sizes"
+
+    def wrap(self, module, options=Options()):
+        wrapped = super().wrap(module, options)
+        prepare = wrapped._prepare
+
+        def prepare_by_sizes(tensors, schema):
+            sizes = [tuple(t.shape) for t in tensors]
+            if wrapped.__dict__.setdefault("_last_sizes", sizes) != sizes:
+                wrapped.__dict__["_graphs"] = Graphs()  # forget every graph: the next call exports anew
+            wrapped.__dict__["_last_sizes"] = sizes
+            prepare(tensors, schema)
+
+        wrapped.__dict__["_prepare"] = prepare_by_sizes  # instance attribute, past the pass-through __setattr__
+        return wrapped

@@ -1,4 +1,5 @@
 """The plugin end to end, through pytester: mutants are caught, manifests are strict, bad options fail clearly."""
+import dataclasses
 import shutil
 import textwrap
 from pathlib import Path
@@ -6,7 +7,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOneUlp", "GradientsOffByOnePermille"]
+MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOneUlp", "GradientsOffByOnePermille",
+           "ReexportsOnNewSizes"]
 
 
 @pytest.fixture
@@ -41,6 +43,38 @@ def run(project, *args):
 def test_each_mutant_is_caught_by_its_property(project, impl_name, suite, test):
     result = run(project, f"{suite}::{test}", "--impl", impl_name)
     result.assert_outcomes(failed=1)
+
+
+def test_a_transition_failure_shrinks_to_a_replayable_script(project):
+    """Over-exporting mutant: outputs stay right, the counter check fails, the shrunk sequence prints as code."""
+    result = run(project, "suites/test_transitions.py::test_transitions[reexports_on_new_sizes-sizes]",
+                 "--impl", "reexports_on_new_sizes")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*exports: observed 2, the transition contract predicts 1*",
+        "*replay(impls.get('reexports_on_new_sizes'), Options(), [*",
+        "*    Forward(),",
+        "*    Forward(sizes='other'),",
+        "*])",
+    ])
+
+
+def test_a_wrong_prediction_fails_the_counter_check():
+    """The check compares, not echoes: a contract that ignores schema changes disagrees with reference."""
+    from ortcheck import impls
+    from ortcheck.impls import Options
+    from ortcheck.strategies.transitions import Forward, Prediction, Scenario
+    from reference.transitions import Graphs
+
+    class IgnoresSchemas(Graphs):
+        def step(self, current, grad_enabled=True):
+            built = self.built_for(current.training)
+            return super().step(current if built is None else dataclasses.replace(current, schema=built.schema), grad_enabled)
+
+    scenario = Scenario(impls.get("reference"), Options(), Prediction(IgnoresSchemas()))
+    scenario.apply(Forward())
+    with pytest.raises(AssertionError, match="exports: observed 2, the transition contract predicts 1"):
+        scenario.apply(Forward(rank=3))
 
 
 def test_eager_passes_the_same_suites(project):
