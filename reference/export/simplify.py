@@ -28,4 +28,4 @@ def _scalar_constants(graph: onnx.GraphProto) -> dict[str, float]:
     for node in graph.node:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
             found[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
-    return {name: float(value) for name, value in found.items() if value.size == 1 and value.dtype.kind == "f"}
+    return {name: float(value.item()) for name, value in found.items() if value.size == 1 and value.dtype.kind == "f"}
