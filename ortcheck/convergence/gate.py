@@ -1,0 +1,136 @@
+"""The gate: does an implementation's run match the expected one (eager's, or a golden's)?
+
+Hard failures come first and need no tolerance: a non-finite value, a length mismatch, a step that
+fell back to eager PyTorch (its parity would prove nothing about the pipeline). Then the tolerance
+model: per-step windows with bounded outliers and a tail-bias bound (:class:`CurveTolerance`), or
+statistical agreement over seeds (:class:`BandTolerance`). ``rows`` is the per-step table the
+reports and ``ortcheck golden diff`` print.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+
+from ortcheck.convergence.curves import METRICS, CaseRun
+from ortcheck.convergence.tolerance import BandTolerance, CurveTolerance, StepTolerance, Tolerance
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    step: int
+    metric: str
+    expected: float
+    actual: float
+    bound: float | None  # None: not gated per step (band tolerance)
+
+    @property
+    def relative(self) -> float:
+        return abs(self.actual - self.expected) / abs(self.expected) if self.expected else abs(self.actual)
+
+    @property
+    def within(self) -> bool | None:
+        return None if self.bound is None else abs(self.actual - self.expected) <= self.bound
+
+
+@dataclasses.dataclass
+class GateResult:
+    failures: list[str]
+    rows: list[Row]  # of the first seed
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def max_relative(self, metric: str) -> float:
+        return max((row.relative for row in self.rows if row.metric == metric), default=0.0)
+
+    def message(self) -> str:
+        return "; ".join(self.failures)
+
+
+def compare(expected: CaseRun, actual: CaseRun, tolerance: Tolerance) -> GateResult:
+    failures = _hard_failures(expected, actual)
+    rows = []
+    if not failures:
+        if isinstance(tolerance, CurveTolerance):
+            for e, a in zip(expected.curves, actual.curves):
+                for metric, step_tolerance in tolerance.metrics.items():
+                    seed_rows = _rows(metric, e.metrics[metric], a.metrics[metric], step_tolerance)
+                    failures += [f"seed {e.seed}: {f}" for f in _judge(metric, seed_rows, step_tolerance)]
+                    rows += seed_rows if e is expected.curves[0] else []
+        else:
+            failures += _band(expected, actual, tolerance)
+            first_e, first_a = expected.curves[0], actual.curves[0]
+            rows = [Row(step, metric, x, y, 0.0 if metric in tolerance.exact else None)
+                    for metric in METRICS for step, (x, y) in enumerate(zip(first_e.metrics[metric], first_a.metrics[metric]))]
+    return GateResult(failures, rows)
+
+
+def _hard_failures(expected: CaseRun, actual: CaseRun) -> list[str]:
+    failures = []
+    if [c.seed for c in expected.curves] != [c.seed for c in actual.curves]:
+        return [f"seeds differ: expected {[c.seed for c in expected.curves]}, got {[c.seed for c in actual.curves]}"]
+    for e, a in zip(expected.curves, actual.curves):
+        for metric in METRICS:
+            if len(e.metrics[metric]) != len(a.metrics[metric]):
+                failures.append(f"seed {e.seed}: {metric} has {len(a.metrics[metric])} steps, expected {len(e.metrics[metric])}")
+            bad = next((i for i, v in enumerate(a.metrics[metric]) if not math.isfinite(v)), None)
+            if bad is not None:
+                failures.append(f"seed {e.seed}: {metric} is {a.metrics[metric][bad]} at step {bad}")
+        if a.fallback_steps:
+            failures.append(f"seed {a.seed}: {actual.impl} fell back to eager PyTorch at steps {a.fallback_steps}")
+    return failures
+
+
+def _rows(metric: str, expected: list[float], actual: list[float], tolerance: StepTolerance) -> list[Row]:
+    return [Row(step, metric, x, y, tolerance.bound(step, x)) for step, (x, y) in enumerate(zip(expected, actual))]
+
+
+def _judge(metric: str, rows: list[Row], tolerance: StepTolerance) -> list[str]:
+    """Per-step bounds with a bounded number of outliers (each within ``outlier_factor``), then tail bias."""
+    failures = []
+    outside = [row for row in rows if not row.within]
+    far = [row for row in outside if abs(row.actual - row.expected) > tolerance.outlier_factor * row.bound]
+    allowed = tolerance.max_outliers(len(rows))
+    if far or len(outside) > allowed:
+        worst = max(outside, key=lambda row: abs(row.actual - row.expected) / max(row.bound, 1e-300))
+        failures.append(f"{metric}: {len(outside)} of {len(rows)} steps out of tolerance (allowed {allowed} outliers, "
+                        f"{len(far)} beyond {tolerance.outlier_factor}x); worst step {worst.step}: "
+                        f"{worst.actual!r} vs {worst.expected!r} (bound {worst.bound:.3g})")
+    if tolerance.tail_bias is not None and rows:
+        tail = rows[tolerance.tail_start(len(rows)):]
+        bias = statistics.fmean((row.actual - row.expected) / abs(row.expected) if row.expected else 0.0 for row in tail)
+        if abs(bias) > tolerance.tail_bias:
+            failures.append(f"{metric}: mean relative bias {bias:.3g} over the last {len(tail)} steps exceeds {tolerance.tail_bias:g}")
+    return failures
+
+
+def _band(expected: CaseRun, actual: CaseRun, tolerance: BandTolerance) -> list[str]:
+    failures = []
+    for metric in tolerance.exact:
+        for e, a in zip(expected.curves, actual.curves):
+            if e.metrics[metric] != a.metrics[metric]:
+                step = next(i for i, (x, y) in enumerate(zip(e.metrics[metric], a.metrics[metric])) if x != y)
+                failures.append(f"seed {e.seed}: {metric} differs at step {step}: {a.metrics[metric][step]!r} vs {e.metrics[metric][step]!r}")
+    window = tolerance.final_window
+    for run in (expected, actual):
+        for curve in run.curves:
+            values = curve.metrics[tolerance.metric]
+            first, last = statistics.fmean(values[:window]), statistics.fmean(values[-window:])
+            if last > (1 - tolerance.min_improvement) * first:
+                failures.append(f"{run.impl} seed {curve.seed} did not train: {tolerance.metric} {first:.4g} -> {last:.4g} "
+                                f"(needs <= {1 - tolerance.min_improvement:g}x)")
+    e_means = [statistics.fmean(c.metrics[tolerance.metric][-window:]) for c in expected.curves]
+    a_means = [statistics.fmean(c.metrics[tolerance.metric][-window:]) for c in actual.curves]
+    difference = statistics.fmean(a_means) - statistics.fmean(e_means)
+    standard_error = math.sqrt(_variance(e_means) / len(e_means) + _variance(a_means) / len(a_means))
+    if abs(difference) > tolerance.z * standard_error + tolerance.atol:
+        failures.append(f"final-{window}-step mean {tolerance.metric} differs from the expected runs' by {difference:.4g}, "
+                        f"{abs(difference) / standard_error if standard_error else math.inf:.1f} standard errors "
+                        f"(allowed {tolerance.z:g}, over {len(a_means)} seeds)")
+    return failures
+
+
+def _variance(values: list[float]) -> float:
+    return statistics.variance(values) if len(values) > 1 else 0.0

@@ -1,0 +1,88 @@
+"""Seeded training runs: eager and an implementation from identical weights and identical batches.
+
+Per seed the model is built once under the seed and deep-copied for each side, and the batches
+are built up front, so the only difference between the two curves is the pipeline. Each step
+records the loss, the gradient norm before clipping and the learning rate the step used, and
+the steps during which the implementation reported a fallback to eager PyTorch.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import time
+from typing import Callable
+
+import torch
+
+from ortcheck.convergence import determinism
+from ortcheck.convergence.cases import Case
+from ortcheck.convergence.curves import CaseRun, Curve
+from ortcheck.convergence.training import TrainingConfig, build_optimizer, build_scheduler
+from ortcheck.impls.base import Implementation, Options
+
+
+def run_pair(case: Case, impl: Implementation, options: Options = Options(), steps: int | None = None,
+             training: TrainingConfig | None = None,
+             perturb: Callable[[torch.nn.Module], None] | None = None) -> tuple[CaseRun, CaseRun]:
+    """(eager run, implementation run) of ``case``.
+
+    Positive controls change only the implementation's side: ``training`` replaces its training
+    configuration, ``perturb`` edits its copy of the initial model in place.
+    """
+    steps = steps or case.training.steps
+    eager, actual = [], []
+    settings = determinism.Determinism.for_device(options.device)
+    started = time.perf_counter()
+    for seed in case.training.seeds:
+        with determinism.applied(settings.with_seed(seed), options.device):
+            initial = case.build()
+            batches = case.batches(seed, steps)
+        eager.append(train(case, copy.deepcopy(initial), batches, seed, settings, options, None, case.training))
+        model = copy.deepcopy(initial)
+        if perturb is not None:
+            perturb(model)
+        actual.append(train(case, model, batches, seed, settings, options, impl,
+                            training or case.training))
+    fingerprint = determinism.fingerprint(options.device, "float32", settings.threads)
+    elapsed = time.perf_counter() - started
+
+    def run(name, curves):
+        return CaseRun(case.name, name, options.device, curves, settings.to_json(), fingerprint, elapsed)
+
+    return run("eager", eager), run(impl.name, actual)
+
+
+def train(case: Case, model: torch.nn.Module, batches: list, seed: int, settings, options: Options,
+          impl: Implementation | None, training: TrainingConfig) -> Curve:
+    """One run: ``impl`` None trains ``model`` itself (eager)."""
+    metrics = {"loss": [], "grad_norm": [], "lr": []}
+    fallback_steps = []
+    with determinism.applied(settings.with_seed(seed), options.device):
+        model = model.to(options.device).train()
+        wrapped = impl.wrap(model, options) if impl is not None else model
+        optimizer = build_optimizer(wrapped.parameters(), training)
+        scheduler = build_scheduler(optimizer, training)
+        trainable = [p for p in wrapped.parameters() if p.requires_grad]
+        fallbacks = _fallbacks(impl, wrapped)
+        for step, (inputs, target) in enumerate(batches):
+            optimizer.zero_grad(set_to_none=True)
+            inputs = tuple(t.to(options.device) for t in inputs)
+            loss = case.loss(wrapped(*inputs), target.to(options.device))
+            loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(trainable, training.max_grad_norm or math.inf)
+            metrics["lr"].append(float(optimizer.param_groups[0]["lr"]))
+            optimizer.step()
+            scheduler.step()
+            metrics["loss"].append(float(loss.detach()))
+            metrics["grad_norm"].append(float(norm))
+            now = _fallbacks(impl, wrapped)
+            if now > fallbacks:
+                fallback_steps.append(step)
+            fallbacks = now
+    return Curve(seed, metrics, fallback_steps)
+
+
+def _fallbacks(impl: Implementation | None, wrapped: torch.nn.Module) -> int:
+    if impl is None:
+        return 0
+    return impl.observe(wrapped).fallbacks or 0
