@@ -1,7 +1,8 @@
 """``ortcheck``: the main job (conformance matrix + report) and golden-file tools.
 
 ``ortcheck run`` runs the conformance suites through pytest with the ortcheck plugin, prints a
-property x implementation matrix and writes ``report/summary.json`` and ``report/summary.md``.
+property x implementation matrix and writes ``report/summary.json`` and ``report/summary.md``
+(with a PNG and CSV per convergence case). ``ortcheck golden update|diff`` manage golden curves.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ortcheck import impls, profiles
+from ortcheck import golden_cli, impls, profiles
 from ortcheck.pytest_plugin import DEVICES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--report-dir", type=Path, default=Path("report"))
     run.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")
     run.add_argument("-n", dest="workers", default=None, help="pytest-xdist workers (e.g. auto)")
+    golden_cli.add_parser(commands)
     return parser
 
 
@@ -37,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         from ortcheck.run import run
 
         return run(args)
-    return 2
+    return golden_cli.run(args)
 
 
 if __name__ == "__main__":

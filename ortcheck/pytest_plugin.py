@@ -23,7 +23,12 @@ def pytest_addoption(parser):
     group.addoption("--require-impl", action="append", default=[], metavar="NAME",
                     help="fail (instead of skipping) when this implementation is unavailable here")
     group.addoption("--device", default="cpu", help=f"device to run on; valid: {', '.join(DEVICES)}")
-    group.addoption("--nightly", action="store_true", help="also run tests marked nightly")
+    group.addoption("--nightly", action="store_true", help="also run tests marked nightly (and longer convergence runs)")
+    group.addoption("--update-goldens", action="store_true",
+                    help="convergence: rewrite golden files (atomically) for runs whose parity with eager passed")
+    group.addoption("--golden-dir", default=None, help="convergence: folder of golden files (default: <rootdir>/golden)")
+    group.addoption("--convergence-report", default=None, metavar="DIR",
+                    help="convergence: write a PNG and a CSV per case and implementation into DIR")
 
 
 def pytest_configure(config):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import datetime
 import platform
 
@@ -15,7 +16,7 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
     if not args.suites.is_dir():
         raise SystemExit(f"ortcheck run: suites folder {args.suites} does not exist")
     argv = [str(args.suites), "--impl", args.impl, "--device", args.device, "-q", "-p", "no:cacheprovider",
-            "--rootdir", str(args.suites.parent)]
+            "--rootdir", str(args.suites.parent), "--convergence-report", str(args.report_dir / "convergence")]
     if args.profile:
         argv += ["--hypothesis-profile", args.profile]
     if args.keyword:
@@ -30,23 +31,43 @@ def run(args: argparse.Namespace) -> int:
     exit_code = pytest.main(pytest_args(args), plugins=[collector])
     matrix = ConformanceMatrix.from_outcomes(collector.outcomes)
     print("\nortcheck conformance matrix\n" + matrix.to_text())
-    write_reports(args, matrix, exit_code)
+    write_reports(args, matrix, exit_code, collector.convergence)
     if exit_code == pytest.ExitCode.NO_TESTS_COLLECTED or not matrix.cells:
         print("ortcheck run: no tests ran")
         return 1
     return 0 if matrix.ok and exit_code == pytest.ExitCode.OK else 1
 
 
-def write_reports(args: argparse.Namespace, matrix: ConformanceMatrix, exit_code: int) -> None:
+def write_reports(args: argparse.Namespace, matrix: ConformanceMatrix, exit_code: int,
+                  convergence: list[dict] = ()) -> None:
     import torch
 
     environment = {"python": platform.python_version(), "torch": torch.__version__, "device": args.device,
                    "impl": args.impl, "pytest_exit_code": int(exit_code),
                    "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    summary = {"environment": environment, "conformance": matrix.to_json()}
+    summary = {"environment": environment, "conformance": matrix.to_json(), "convergence": list(convergence)}
     write_json(args.report_dir / "summary.json", summary)
     markdown = [f"# ortcheck report ({args.impl}, {args.device})", "",
                 "Environment: " + ", ".join(f"{k} {v}" for k, v in environment.items()), "",
-                "## Conformance", "", matrix.to_markdown(), ""]
+                "## Conformance", "", matrix.to_markdown(), "", *_convergence_markdown(args, convergence)]
     (args.report_dir / "summary.md").write_text("\n".join(markdown))
     print(f"report: {args.report_dir / 'summary.md'}, {args.report_dir / 'summary.json'}")
+
+
+def _convergence_markdown(args: argparse.Namespace, convergence: list[dict]) -> list[str]:
+    """One row per convergence test: status, largest relative deviation from eager, links to its plot and table."""
+    if not convergence:
+        return []
+    lines = ["## Convergence", "", "| test | status | max rel. loss | max rel. grad norm | plot | table | golden |",
+             "|---|---|---|---|---|---|---|"]
+    for entry in sorted(convergence, key=lambda e: e["test"]):
+        links = [f"[png]({_relative(args, entry['report_png'])})" if "report_png" in entry else "-",
+                 f"[csv]({_relative(args, entry['report_csv'])})" if "report_csv" in entry else "-"]
+        golden = entry.get("golden_advisory", "matches (blocking)" if entry["status"] == "pass" else "-")
+        lines.append(f"| `{entry['test'].split('::')[-1]}` | {entry['status']} | {entry['max_rel_loss']:.2e} | "
+                     f"{entry['max_rel_grad_norm']:.2e} | {links[0]} | {links[1]} | {golden} |")
+    return lines + [""]
+
+
+def _relative(args: argparse.Namespace, path: str) -> str:
+    return os.path.relpath(path, args.report_dir)

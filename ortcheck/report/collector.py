@@ -32,12 +32,16 @@ def split_nodeid(nodeid: str, impl: str) -> str:
 class ResultCollector:
     def __init__(self):
         self.outcomes: list[Outcome] = []
+        self.convergence: list[dict] = []  # user properties of convergence tests (reports, deviations)
 
     def pytest_runtest_logreport(self, report):
         status = _status(report)
         if status is None:
             return
-        impl = dict(report.user_properties).get("ortcheck_impl", "-")
+        properties = dict(report.user_properties)
+        if "max_rel_loss" in properties:
+            self.convergence.append({"test": report.nodeid, "status": status, **properties})
+        impl = properties.get("ortcheck_impl", "-")
         prop = split_nodeid(report.nodeid, impl)
         self.outcomes.append(Outcome(prop, impl, status, _detail(report, status)))
 
