@@ -13,8 +13,9 @@ MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOne
 
 @pytest.fixture
 def project(pytester):
-    """A pytester folder holding the I/O suites and a conftest that registers the mutants."""
+    """A pytester folder holding the suites, the goldens and a conftest that registers the mutants."""
     shutil.copytree(REPO / "suites", pytester.path / "suites")
+    shutil.copytree(REPO / "golden", pytester.path / "golden")
     pytester.makeconftest(textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(REPO)!r})
