@@ -18,11 +18,11 @@ from ortcheck.impls import Capability
 pytestmark = pytest.mark.requires(Capability.CONVERGENCE)
 
 
-class GoldenAdvisory(UserWarning):
-    """A golden comparison that can't block (other stack or configuration)."""
+CASES = [pytest.param(name, marks=pytest.mark.nightly) if cases.get(name).nightly_only else name
+         for name in cases.names()]
 
 
-@pytest.mark.parametrize("case_name", cases.names())
+@pytest.mark.parametrize("case_name", CASES)
 def test_convergence(impl, options, case_name, request):
     config = request.config
     case = cases.get(case_name)
@@ -37,5 +37,5 @@ def test_convergence(impl, options, case_name, request):
     if outcome.advisory and outcome.against_golden is not None:
         verdict = "matches" if outcome.against_golden.ok else "differs: " + outcome.against_golden.message()
         request.node.user_properties.append(("golden_advisory", f"{outcome.advisory}; {verdict}"))
-        warnings.warn(GoldenAdvisory(f"{outcome.golden_path}: advisory only, {outcome.advisory}; {verdict}"))
+        warnings.warn(workflow.GoldenAdvisory(f"{outcome.golden_path}: advisory only, {outcome.advisory}; {verdict}"))
     assert not outcome.failures, "\n".join(outcome.failures)

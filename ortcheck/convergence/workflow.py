@@ -18,6 +18,11 @@ from ortcheck.impls.base import Implementation, Options
 GOLDEN_ROOT = Path(__file__).resolve().parents[2] / "golden"
 
 
+class GoldenAdvisory(UserWarning):
+    """A golden comparison that can't block (other stack or configuration). Importable, so
+    pytest-xdist can carry it from a worker to the controller."""
+
+
 @dataclasses.dataclass
 class Outcome:
     case: cases.Case

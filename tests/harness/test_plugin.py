@@ -158,3 +158,20 @@ def test_unknown_device_is_a_usage_error(project):
     result = run(project, "suites", "--device", "tpu")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--device 'tpu' is not valid; valid: cpu, cuda*"])
+
+
+def test_update_goldens_writes_then_the_next_run_compares_against_them(project, tmp_path):
+    golden_dir = tmp_path / "goldens"
+    args = ("suites/test_convergence.py", "-k", "mlp", "--impl", "eager", "--golden-dir", str(golden_dir))
+    missing = run(project, *args)
+    missing.assert_outcomes(failed=1)
+    missing.stdout.fnmatch_lines(["*no golden file (record one with --update-goldens*"])
+    run(project, *args, "--update-goldens").assert_outcomes(passed=1)
+    assert (golden_dir / "mlp" / "eager-cpu-float32.json").is_file()
+    run(project, *args).assert_outcomes(passed=1)
+
+
+def test_the_large_convergence_case_runs_only_nightly(project):
+    result = run(project, "suites/test_convergence.py", "-k", "large", "--impl", "eager", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*nightly test: run with --nightly*"])

@@ -28,13 +28,14 @@ class Case:
     training: TrainingConfig
     tolerance: Tolerance
     nightly_steps: int                                 # steps under --nightly
+    nightly_only: bool = False                         # too big for every run: only with --nightly
 
     def config(self, steps: int) -> dict:
         """What a golden records about how the curve was made (compared before a golden is trusted)."""
         return {"description": self.description, **self.training.to_json(), "steps": steps}
 
 
-_MODULES = ("mlp", "bloom_lm", "dropout")  # qlora: with the bnb4 stage
+_MODULES = ("mlp", "bloom_lm", "dropout", "bloom_lm_large")  # qlora: with the bnb4 stage
 
 
 def _load() -> dict[str, Case]:

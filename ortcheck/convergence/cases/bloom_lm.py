@@ -1,5 +1,6 @@
 """A small Bloom-style causal LM: attention, LayerNorm, GELU and a tied head, trained as an LM."""
 import dataclasses
+import functools
 
 import torch
 
@@ -12,19 +13,15 @@ CONFIG = BloomConfig(vocab_size=64, hidden_size=32, num_heads=4, num_layers=2, m
 BATCH = 8
 
 
-def build() -> torch.nn.Module:
-    return BloomLM(CONFIG)
-
-
-def batches(seed: int, steps: int) -> list:
+def bigram_batches(config: BloomConfig, batch: int, seed: int, steps: int) -> list:
     """Sequences from a fixed random bigram table: learnable structure, so the loss falls."""
     generator = torch.Generator().manual_seed(seed)
-    successors = torch.randint(0, CONFIG.vocab_size, (CONFIG.vocab_size, 2), generator=generator)
+    successors = torch.randint(0, config.vocab_size, (config.vocab_size, 2), generator=generator)
     out = []
     for _ in range(steps):
-        tokens = [torch.randint(0, CONFIG.vocab_size, (BATCH,), generator=generator)]
-        for _ in range(CONFIG.max_seq_len - 1):
-            pick = torch.randint(0, 2, (BATCH,), generator=generator)
+        tokens = [torch.randint(0, config.vocab_size, (batch,), generator=generator)]
+        for _ in range(config.max_seq_len - 1):
+            pick = torch.randint(0, 2, (batch,), generator=generator)
             tokens.append(successors[tokens[-1], pick])
         ids = torch.stack(tokens, dim=1)
         out.append(((ids,), ids))
@@ -34,8 +31,8 @@ def batches(seed: int, steps: int) -> list:
 CASE = Case(
     name="bloom_lm",
     description=f"Bloom-style causal LM {dataclasses.asdict(CONFIG)} on bigram sequences, AdamW",
-    build=build,
-    batches=batches,
+    build=lambda: BloomLM(CONFIG),
+    batches=functools.partial(bigram_batches, CONFIG, BATCH),
     loss=causal_lm_loss,
     training=TrainingConfig(steps=40, batch_size=BATCH, optimizer="adamw", lr=1e-2, warmup_steps=4),
     tolerance=FP32_PARITY,
