@@ -29,8 +29,7 @@ def test_convergence(impl, options, case_name, request):
     steps = case.nightly_steps if config.getoption("nightly") else case.training.steps
     golden_root = Path(config.getoption("golden_dir") or config.rootpath / "golden")
     outcome = workflow.check(case, impl, options, steps, golden_root, update=config.getoption("update_goldens"))
-    for metric in ("loss", "grad_norm"):
-        request.node.user_properties.append((f"max_rel_{metric}", outcome.parity.max_relative(metric)))
+    request.node.user_properties.append(("convergence_parity", outcome.parity.summary()))
     if config.getoption("convergence_report"):
         png, table = plots.write(outcome, Path(config.getoption("convergence_report")))
         request.node.user_properties += [("report_png", str(png)), ("report_csv", str(table))]

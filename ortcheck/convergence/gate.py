@@ -37,6 +37,13 @@ class Row:
 class GateResult:
     failures: list[str]
     rows: list[Row]  # of the first seed
+    band_z: float | None = None  # band tolerance: standard errors between the final-window means
+
+    def summary(self) -> str:
+        """One line for reports: the largest deviations, or the band statistic."""
+        if self.band_z is not None:
+            return f"final loss {self.band_z:+.2f} standard errors from eager"
+        return f"max rel. loss {self.max_relative('loss'):.2e}, grad norm {self.max_relative('grad_norm'):.2e}"
 
     @property
     def ok(self) -> bool:
@@ -51,7 +58,7 @@ class GateResult:
 
 def compare(expected: CaseRun, actual: CaseRun, tolerance: Tolerance) -> GateResult:
     failures = _hard_failures(expected, actual)
-    rows = []
+    rows, band_z = [], None
     if not failures:
         if isinstance(tolerance, CurveTolerance):
             for e, a in zip(expected.curves, actual.curves):
@@ -60,11 +67,12 @@ def compare(expected: CaseRun, actual: CaseRun, tolerance: Tolerance) -> GateRes
                     failures += [f"seed {e.seed}: {f}" for f in _judge(metric, seed_rows, step_tolerance)]
                     rows += seed_rows if e is expected.curves[0] else []
         else:
-            failures += _band(expected, actual, tolerance)
+            band_failures, band_z = _band(expected, actual, tolerance)
+            failures += band_failures
             first_e, first_a = expected.curves[0], actual.curves[0]
             rows = [Row(step, metric, x, y, 0.0 if metric in tolerance.exact else None)
                     for metric in METRICS for step, (x, y) in enumerate(zip(first_e.metrics[metric], first_a.metrics[metric]))]
-    return GateResult(failures, rows)
+    return GateResult(failures, rows, band_z)
 
 
 def _hard_failures(expected: CaseRun, actual: CaseRun) -> list[str]:
@@ -106,7 +114,7 @@ def _judge(metric: str, rows: list[Row], tolerance: StepTolerance) -> list[str]:
     return failures
 
 
-def _band(expected: CaseRun, actual: CaseRun, tolerance: BandTolerance) -> list[str]:
+def _band(expected: CaseRun, actual: CaseRun, tolerance: BandTolerance) -> tuple[list[str], float]:
     failures = []
     for metric in tolerance.exact:
         for e, a in zip(expected.curves, actual.curves):
@@ -125,11 +133,11 @@ def _band(expected: CaseRun, actual: CaseRun, tolerance: BandTolerance) -> list[
     a_means = [statistics.fmean(c.metrics[tolerance.metric][-window:]) for c in actual.curves]
     difference = statistics.fmean(a_means) - statistics.fmean(e_means)
     standard_error = math.sqrt(_variance(e_means) / len(e_means) + _variance(a_means) / len(a_means))
+    z = difference / standard_error if standard_error else (0.0 if difference == 0 else math.copysign(math.inf, difference))
     if abs(difference) > tolerance.z * standard_error + tolerance.atol:
         failures.append(f"final-{window}-step mean {tolerance.metric} differs from the expected runs' by {difference:.4g}, "
-                        f"{abs(difference) / standard_error if standard_error else math.inf:.1f} standard errors "
-                        f"(allowed {tolerance.z:g}, over {len(a_means)} seeds)")
-    return failures
+                        f"{abs(z):.1f} standard errors (allowed {tolerance.z:g}, over {len(a_means)} seeds)")
+    return failures, z
 
 
 def _variance(values: list[float]) -> float:

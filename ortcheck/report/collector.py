@@ -39,7 +39,7 @@ class ResultCollector:
         if status is None:
             return
         properties = dict(report.user_properties)
-        if "max_rel_loss" in properties:
+        if "convergence_parity" in properties:
             self.convergence.append({"test": report.nodeid, "status": status, **properties})
         impl = properties.get("ortcheck_impl", "-")
         prop = split_nodeid(report.nodeid, impl)

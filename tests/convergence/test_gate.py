@@ -43,6 +43,7 @@ def test_dropout_at_the_wrong_rate_fails_the_band(p):
     case = cases.get("dropout")
     result = gate.compare(*runner.run_pair(case, EAGER, perturb=set_rate), case.tolerance)
     assert not result.ok and "standard errors" in result.message()
+    assert abs(result.band_z) > 4 and "standard errors from eager" in result.summary()
 
 
 @pytest.mark.parametrize("name", ["mlp", "bloom_lm"])
