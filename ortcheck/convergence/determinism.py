@@ -130,6 +130,7 @@ def fingerprint(device: str, dtype: str, threads: int) -> dict[str, str | int | 
         "cudnn": torch.backends.cudnn.version() if device == "cuda" else None,
         "dtype": dtype,
         "threads": threads,
+        "cpu_count": os.cpu_count(),  # onnxruntime's intra-op pool is sized by it: reduction order follows
     }
 
 
