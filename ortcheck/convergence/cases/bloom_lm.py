@@ -28,13 +28,21 @@ def bigram_batches(config: BloomConfig, batch: int, seed: int, steps: int) -> li
     return out
 
 
-CASE = Case(
-    name="bloom_lm",
-    description=f"Bloom-style causal LM {dataclasses.asdict(CONFIG)} on bigram sequences, AdamW",
-    build=lambda: BloomLM(CONFIG),
-    batches=functools.partial(bigram_batches, CONFIG, BATCH),
-    loss=causal_lm_loss,
-    training=TrainingConfig(steps=40, batch_size=BATCH, optimizer="adamw", lr=1e-2, warmup_steps=4),
-    tolerance=FP32_PARITY,
-    nightly_steps=400,
-)
+def lm_case(name: str, config: BloomConfig, batch: int, training: TrainingConfig, nightly_steps: int,
+            nightly_only: bool = False) -> Case:
+    """A Bloom-style LM trained with AdamW on bigram sequences, at any size."""
+    return Case(
+        name=name,
+        description=f"Bloom-style causal LM {dataclasses.asdict(config)} on bigram sequences, AdamW",
+        build=lambda: BloomLM(config),
+        batches=functools.partial(bigram_batches, config, batch),
+        loss=causal_lm_loss,
+        training=training,
+        tolerance=FP32_PARITY,
+        nightly_steps=nightly_steps,
+        nightly_only=nightly_only,
+    )
+
+
+CASE = lm_case("bloom_lm", CONFIG, BATCH, TrainingConfig(steps=40, batch_size=BATCH, optimizer="adamw", lr=1e-2,
+                                                         warmup_steps=4), nightly_steps=400)
