@@ -7,8 +7,7 @@ from pathlib import Path
 from ortcheck import impls
 from ortcheck.convergence import cases, golden as goldens, workflow
 from ortcheck.impls import Options
-
-DEVICES = ("cpu", "cuda")
+from ortcheck.pytest_plugin import DEVICES
 
 
 def add_parser(commands) -> None:

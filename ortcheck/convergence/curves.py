@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 
 METRICS = ("loss", "grad_norm", "lr")
 
@@ -50,13 +49,3 @@ class CaseRun:
         """Per-step mean over seeds (the curve itself when there is one seed)."""
         columns = zip(*(curve.metrics[metric] for curve in self.curves))
         return [math.fsum(column) / len(self.curves) for column in columns]
-
-    def spread(self, metric: str) -> tuple[list[float], list[float]]:
-        """Per-step minimum and maximum over seeds."""
-        columns = list(zip(*(curve.metrics[metric] for curve in self.curves)))
-        return [min(c) for c in columns], [max(c) for c in columns]
-
-
-def window_mean(values: list[float], first: int, last: int) -> float:
-    """Mean of ``values[first:last]`` (indices as in slicing, negatives allowed)."""
-    return statistics.fmean(values[first:last] if last else values[first:])

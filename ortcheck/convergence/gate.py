@@ -16,6 +16,11 @@ from ortcheck.convergence.curves import METRICS, CaseRun
 from ortcheck.convergence.tolerance import BandTolerance, CurveTolerance, StepTolerance, Tolerance
 
 
+def relative_difference(actual: float, expected: float) -> float:
+    """|actual - expected| / |expected| (the absolute difference where expected is 0)."""
+    return abs(actual - expected) / abs(expected) if expected else abs(actual)
+
+
 @dataclasses.dataclass(frozen=True)
 class Row:
     step: int
@@ -26,7 +31,7 @@ class Row:
 
     @property
     def relative(self) -> float:
-        return abs(self.actual - self.expected) / abs(self.expected) if self.expected else abs(self.actual)
+        return relative_difference(self.actual, self.expected)
 
     @property
     def within(self) -> bool | None:

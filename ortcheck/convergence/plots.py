@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from ortcheck.convergence.gate import relative_difference
 from ortcheck.convergence.workflow import Outcome
 
 
@@ -29,7 +30,7 @@ def _series(outcome: Outcome) -> dict[str, list[float]]:
 
 
 def _relative(values: list[float], reference: list[float]) -> list[float]:
-    return [abs(v - r) / abs(r) if r else abs(v) for v, r in zip(values, reference)]
+    return [relative_difference(v, r) for v, r in zip(values, reference)]
 
 
 def _plot(outcome: Outcome, path: Path) -> None:

@@ -28,7 +28,6 @@ import dataclasses
 import math
 from typing import Mapping
 
-from ortcheck.convergence.curves import METRICS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +117,6 @@ def from_json(data: Mapping) -> Tolerance:
 
 
 EXACT_STEPS = StepTolerance((Window(0, 0.0, 0.0),))
-EXACT = CurveTolerance({name: EXACT_STEPS for name in METRICS})
 
 # float32 parity with eager on CPU (calibration in the module docstring).
 FP32_STEPS = StepTolerance(
