@@ -88,9 +88,7 @@ class ReferenceModule(torch.nn.Module):
 
     def _prepare(self, tensors, schema):
         trainable = {key for key, p in self.module.named_parameters() if p.requires_grad}
-        state = GraphState(schema, self.training, self._device(), tuple(t.requires_grad for t in tensors),
-                           tuple(key in trainable for key, _ in self.module.named_parameters()),
-                           self._module_version)
+        state = GraphState.of_call(self, tensors, schema, self._device(), self._module_version)
         transition, graphs = self._graphs.step(state, torch.is_grad_enabled())
         if transition.export:
             self._compiled[self.training] = compile_stage.export(self.module, tensors, state)

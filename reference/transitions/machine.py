@@ -38,6 +38,12 @@ class GraphState:
     trainable: tuple[bool, ...]              # per module parameter, named_parameters() order
     module_version: int = 0                  # bumped by every attribute set through the wrapper
 
+    @classmethod
+    def of_call(cls, module, tensors, schema: Schema, device: str, module_version: int = 0) -> "GraphState":
+        """The state a forward of ``module`` on flattened ``tensors`` asks for."""
+        return cls(schema, module.training, device, tuple(t.requires_grad for t in tensors),
+                   tuple(p.requires_grad for _, p in module.named_parameters()), module_version)
+
 
 @dataclasses.dataclass(frozen=True)
 class Transition:

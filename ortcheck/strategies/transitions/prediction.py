@@ -26,8 +26,7 @@ class Prediction:
 
     def forward(self, args: tuple, kwargs: dict, module: torch.nn.Module, device: str, grad_enabled: bool) -> None:
         tensors, schema = io.flatten((args, kwargs))
-        state = GraphState(schema, module.training, device, tuple(t.requires_grad for t in tensors),
-                           tuple(p.requires_grad for _, p in module.named_parameters()), self.module_version)
+        state = GraphState.of_call(module, tensors, schema, device, self.module_version)
         transition, self.graphs = self.graphs.step(state, grad_enabled)
         self.observations = dataclasses.replace(
             self.observations,
