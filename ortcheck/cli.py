@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ortcheck import golden_cli, impls, profiles
-from ortcheck.pytest_plugin import DEVICES
+from ortcheck.impls.base import DEVICES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--suites", type=Path, default=REPO_ROOT / "suites", help="folder of conformance suites")
     run.add_argument("--report-dir", type=Path, default=Path("report"))
     run.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")
-    run.add_argument("-n", dest="workers", default=None, help="pytest-xdist workers (e.g. auto)")
+    run.add_argument("-n", dest="workers", default="auto",
+                     help="pytest-xdist worker processes (default auto; 0 runs in this process): a crash or a hang "
+                          "in an implementation then fails one property and the run and its report go on")
+    run.add_argument("--seed", type=int, default=None,
+                     help="hypothesis seed (the dev and nightly profiles draw a random one, which the run prints)")
+    run.add_argument("--impl-timeout", type=float, default=None, metavar="SECONDS",
+                     help="time bound per property that runs implementation code (default: 900 s per 100 examples)")
     golden_cli.add_parser(commands)
     return parser
 

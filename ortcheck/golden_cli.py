@@ -7,7 +7,7 @@ from pathlib import Path
 from ortcheck import impls
 from ortcheck.convergence import cases, golden as goldens, workflow
 from ortcheck.impls import Options
-from ortcheck.pytest_plugin import DEVICES
+from ortcheck.impls.base import DEVICES
 
 
 def add_parser(commands) -> None:
@@ -52,7 +52,7 @@ def _report_update(outcome: workflow.Outcome) -> int:
 def _report_diff(outcome: workflow.Outcome) -> int:
     result = outcome.against_golden
     print(f"{outcome.case.name} ({outcome.actual.impl}, {outcome.actual.device}) against {outcome.golden_path}"
-          + (f" [advisory: {outcome.advisory}]" if outcome.advisory else " [blocking]"))
+          + f" [{outcome.tier}]")
     print(f"{'step':>5} {'metric':<10} {'golden':>22} {'now':>22} {'rel diff':>10} {'bound':>10}  ok")
     for row in result.rows:
         bound = "-" if row.bound is None else f"{row.bound:.2e}"

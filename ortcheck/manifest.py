@@ -1,8 +1,11 @@
 """Expected-failure manifests: one TOML file per implementation, each entry a known finding.
 
-An entry is ``[[finding]]`` with ``test`` (a glob over pytest node ids), ``reason`` (one line)
-and ``reproduction`` (minimal code). Entries become strict xfails: an unexpected pass fails the
-run, and an entry that matches no collected test is reported.
+An entry is ``[[finding]]`` with ``test`` (a glob over pytest node ids, or a list of them),
+``reason`` (one line),
+``reproduction`` (minimal code) and optionally ``examples``: known failing inputs, as Python
+expressions a suite evaluates and runs before drawing its own (``manifest_examples`` fixture), so
+the finding fails on every run whatever the seed. Entries become strict xfails: an unexpected pass
+fails the run, and an entry that matches no collected test is reported.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import tomllib
 from pathlib import Path
 
 _FIELDS = {"test", "reason", "reproduction"}
+_OPTIONAL = {"examples"}
 
 
 class ManifestError(ValueError):
@@ -20,13 +24,18 @@ class ManifestError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
-    test: str
+    test: str | tuple[str, ...]
     reason: str
     reproduction: str
     source: str
+    examples: tuple[str, ...] = ()
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        return (self.test,) if isinstance(self.test, str) else self.test
 
     def matches(self, nodeid: str) -> bool:
-        return fnmatch.fnmatchcase(nodeid, self.test)
+        return any(fnmatch.fnmatchcase(nodeid, pattern) for pattern in self.patterns)
 
 
 def load(path: Path) -> list[Finding]:
@@ -43,13 +52,25 @@ def load(path: Path) -> list[Finding]:
     findings = []
     for index, entry in enumerate(data.get("finding", [])):
         where = f"{path}: finding #{index + 1}"
-        missing, unknown = _FIELDS - set(entry), set(entry) - _FIELDS
+        missing, unknown = _FIELDS - set(entry), set(entry) - _FIELDS - _OPTIONAL
         if missing or unknown:
-            raise ManifestError(f"{where}: missing {sorted(missing)}, unknown {sorted(unknown)}; fields are {sorted(_FIELDS)}")
+            raise ManifestError(f"{where}: missing {sorted(missing)}, unknown {sorted(unknown)}; fields are "
+                                f"{sorted(_FIELDS)}, optionally {sorted(_OPTIONAL)}")
         empty = [name for name in sorted(_FIELDS) if not str(entry[name]).strip()]
         if empty:
             raise ManifestError(f"{where}: empty {empty}")
-        findings.append(Finding(entry["test"], entry["reason"].strip(), entry["reproduction"].strip(), where))
+        test = entry["test"]
+        if isinstance(test, list):
+            if not test or not all(isinstance(t, str) and t.strip() for t in test):
+                raise ManifestError(f"{where}: test must be a glob or a non-empty list of globs")
+            test = tuple(test)
+        elif not isinstance(test, str):
+            raise ManifestError(f"{where}: test must be a glob or a non-empty list of globs, got {type(test).__name__}")
+        examples = entry.get("examples", [])
+        if not isinstance(examples, list) or not all(isinstance(e, str) and e.strip() for e in examples):
+            raise ManifestError(f"{where}: examples must be a list of non-empty strings (Python expressions)")
+        findings.append(Finding(test, entry["reason"].strip(), entry["reproduction"].strip(), where,
+                                tuple(e.strip() for e in examples)))
     return findings
 
 

@@ -29,6 +29,15 @@ def default_profile() -> str:
     return name
 
 
+# The per-property time bound (a hang) unless --impl-timeout says otherwise: generous, and growing
+# with the profile's examples. The slowest ci property takes about 1 minute on 2 cores.
+TIMEOUT_PER_100_EXAMPLES = 900.0
+
+
+def default_timeout() -> float:
+    return TIMEOUT_PER_100_EXAMPLES * max(1.0, settings().max_examples / 100)
+
+
 def scaled(fraction: float) -> settings:
     """Settings running ``fraction`` of the active profile's examples (at least 10)."""
     return settings(max_examples=max(10, int(settings().max_examples * fraction)))

@@ -9,11 +9,15 @@ import pytest
 from hypothesis import settings
 
 from ortcheck import impls, manifest, profiles
-from ortcheck.impls import Implementation, Options
+from ortcheck.impls import DEVICES, Implementation, Options
+from ortcheck.report.collector import NOT_APPLICABLE, impl_of
 
-DEVICES = ("cpu", "cuda")
-_MANIFEST_KEY = pytest.StashKey[dict]()
 _UNMATCHED_KEY = pytest.StashKey[list]()
+
+
+def not_applicable(reason: str) -> None:
+    """Skip as "n/a": the property does not apply to this implementation (the report says so once)."""
+    pytest.skip(NOT_APPLICABLE + reason)
 
 
 def pytest_addoption(parser):
@@ -29,6 +33,10 @@ def pytest_addoption(parser):
     group.addoption("--golden-dir", default=None, help="convergence: folder of golden files (default: <rootdir>/golden)")
     group.addoption("--convergence-report", default=None, metavar="DIR",
                     help="convergence: write a PNG and a CSV per case and implementation into DIR")
+    group.addoption("--impl-timeout", type=float, default=None, metavar="SECONDS",
+                    help="fail a property that runs implementation code for longer than this (a hang); 0: no bound. "
+                         f"Default {profiles.TIMEOUT_PER_100_EXAMPLES:g} s per 100 examples of the hypothesis profile. "
+                         "Run with xdist (-n) so a hang or a crash costs one property, not the run")
 
 
 def pytest_configure(config):
@@ -86,7 +94,19 @@ def pytest_runtest_setup(item):
     for marker in item.iter_markers("requires"):
         missing = [cap for cap in marker.args if cap not in implementation.capabilities()]
         if missing:
-            pytest.skip(f"{implementation.name} lacks capability {', '.join(missing)}")
+            not_applicable(f"{implementation.name} lacks capability {', '.join(missing)}")
+
+
+@pytest.fixture
+def manifest_examples(request) -> tuple[str, ...]:
+    """Known failing inputs the implementation's manifest lists for this test (Python expressions):
+    a suite runs them before drawing its own, so a recorded finding fails on every run."""
+    callspec = getattr(request.node, "callspec", None)
+    impl_name = callspec.params.get("impl") if callspec else None
+    if not impl_name:
+        return ()
+    finding = manifest.first_match(manifest.load(impls.get(impl_name).manifest_path()), request.node.nodeid)
+    return finding.examples if finding else ()
 
 
 @pytest.fixture(scope="session")
@@ -102,12 +122,17 @@ def options(device) -> Options:
 def pytest_collection_modifyitems(config, items):
     findings = {name: manifest.load(impls.get(name).manifest_path()) for name in config.ortcheck_impls}
     matched = set()
+    timeout = _impl_timeout(config)
     for item in items:
         _skip_unselected_markers(config, item)
         callspec = getattr(item, "callspec", None)
         impl_name = callspec.params.get("impl") if callspec else None
         if impl_name:
             item.user_properties.append(("ortcheck_impl", impl_name))
+            if timeout and not item.get_closest_marker("timeout"):
+                # thread method: a hang inside native code never returns to Python for a signal to land;
+                # the worker is ended instead, and xdist reports the property as failed and goes on.
+                item.add_marker(pytest.mark.timeout(timeout, method="thread"))
         finding = manifest.first_match(findings.get(impl_name, []), item.nodeid)
         if finding:
             matched.add(finding)
@@ -115,8 +140,17 @@ def pytest_collection_modifyitems(config, items):
     collected_files = {item.nodeid.split("::")[0] for item in items}
     config.stash[_UNMATCHED_KEY] = [
         (name, f) for name, entries in findings.items() for f in entries
-        if f not in matched and f.test.split("::")[0] in collected_files
+        if f not in matched and any(pattern.split("::")[0] in collected_files for pattern in f.patterns)
     ]
+
+
+def _impl_timeout(config) -> float | None:
+    value = config.getoption("impl_timeout")
+    if value is None:
+        return profiles.default_timeout()
+    if value < 0:
+        raise pytest.UsageError(f"--impl-timeout must be >= 0 seconds (0: no bound), got {value:g}")
+    return value or None
 
 
 def _skip_unselected_markers(config, item):
@@ -140,9 +174,21 @@ def pytest_runtest_call(item):
         yield
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_handlecrashitem(crashitem, report, sched):
+    """xdist: a worker died running ``crashitem``. When the implementation's manifest expects that
+    property to fail, the crash is its expected failure (native crashes are findings too); otherwise
+    the report stays a failure naming the property."""
+    impl_name = impl_of(crashitem)
+    finding = manifest.first_match(manifest.load(impls.get(impl_name).manifest_path()), crashitem) if impl_name else None
+    if finding:
+        report.outcome = "skipped"
+        report.wasxfail = f"[{impl_name} manifest] {finding.reason} (the worker crashed)"
+
+
 def pytest_terminal_summary(terminalreporter, config):
     unmatched = config.stash.get(_UNMATCHED_KEY, [])
     if unmatched:
         terminalreporter.section("ortcheck: manifest entries matching no collected test")
         for impl_name, finding in unmatched:
-            terminalreporter.write_line(f"{impl_name}: {finding.test}  ({finding.source})")
+            terminalreporter.write_line(f"{impl_name}: {', '.join(finding.patterns)}  ({finding.source})")

@@ -21,15 +21,19 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
         argv += ["--hypothesis-profile", args.profile]
     if args.keyword:
         argv += ["-k", args.keyword]
-    if args.workers:
+    if args.workers and args.workers != "0":
         argv += ["-n", args.workers]
+    if args.seed is not None:
+        argv += ["--hypothesis-seed", str(args.seed)]
+    if args.impl_timeout is not None:
+        argv += ["--impl-timeout", str(args.impl_timeout)]
     return argv
 
 
 def run(args: argparse.Namespace) -> int:
     collector = ResultCollector()
     exit_code = pytest.main(pytest_args(args), plugins=[collector])
-    matrix = ConformanceMatrix.from_outcomes(collector.outcomes)
+    matrix = ConformanceMatrix.from_outcomes_by_family(collector.outcomes)
     print("\nortcheck conformance matrix\n" + matrix.to_text())
     write_reports(args, matrix, exit_code, collector.convergence)
     if exit_code == pytest.ExitCode.NO_TESTS_COLLECTED or not matrix.cells:
@@ -63,7 +67,7 @@ def _convergence_markdown(args: argparse.Namespace, convergence: list[dict]) -> 
     for entry in sorted(convergence, key=lambda e: e["test"]):
         links = [f"[png]({_relative(args, entry['report_png'])})" if "report_png" in entry else "-",
                  f"[csv]({_relative(args, entry['report_csv'])})" if "report_csv" in entry else "-"]
-        golden = entry.get("golden_advisory", "matches (blocking)" if entry["status"] == "pass" else "-")
+        golden = entry.get("golden_tier", "-")
         lines.append(f"| `{entry['test'].split('::')[-1]}` | {entry['status']} | {entry['convergence_parity']} | "
                      f"{links[0]} | {links[1]} | {golden} |")
     return lines + [""]

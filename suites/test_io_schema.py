@@ -1,5 +1,6 @@
 """Property: schemas see structure, container types, constants, dtypes and ranks — not sizes."""
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,8 +23,19 @@ def test_sizes_do_not_change_schema(impl, feature, data, grow):
 
 
 @pytest.mark.parametrize("change", MUTATIONS)
-@given(st.data())
-def test_schema_sees_each_change(impl, change, data):
-    original = data.draw(feature_structures("python_scalars"), label="data")
-    _, site, base, mutated = data.draw(schema_changing_mutations(original, kinds=(change,)), label="mutation")
-    assert not impl.same_schema(_schema(impl, base), _schema(impl, mutated)), f"{change} change at {site} left the schema equal"
+def test_schema_sees_each_change(impl, change, manifest_examples):
+    for text in manifest_examples:
+        base, mutated = eval(text, {"torch": torch})
+        _assert_schema_changes(impl, base, mutated, f"{change} change in manifest example {text}")
+
+    @given(st.data())
+    def drawn(data):
+        original = data.draw(feature_structures("python_scalars"), label="data")
+        _, site, base, mutated = data.draw(schema_changing_mutations(original, kinds=(change,)), label="mutation")
+        _assert_schema_changes(impl, base, mutated, f"{change} change at {site}")
+
+    drawn()
+
+
+def _assert_schema_changes(impl, base, mutated, what):
+    assert not impl.same_schema(_schema(impl, base), _schema(impl, mutated)), f"{what} left the schema equal"

@@ -2,7 +2,8 @@
 
 The module returns its inputs' structure with every float tensor scaled by a parameter (so
 gradients flow to inputs and parameter), integer tensors shifted, bool tensors negated, and
-constants returned as they came. Wrapped and eager must agree on structure, values and gradients.
+constants returned as they came. Wrapped and eager must agree on structure and constants; values
+and gradients pass the float64 oracle (``ortcheck.checks.oracle``).
 """
 import copy
 
@@ -11,8 +12,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ortcheck.checks import assert_same_structure, assert_tensors_close
-from ortcheck.checks.structure import leaves, map_leaves
+from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
+from ortcheck.nested import leaves, map_leaves
 from ortcheck.impls import Capability
 from ortcheck.profiles import scaled
 from ortcheck.strategies import FEATURES, feature_structures, tensors
@@ -36,23 +37,17 @@ class NestedEcho(torch.nn.Module):
         return ~leaf if leaf.dtype == torch.bool else leaf + 1
 
 
-def _fresh_copy(data, device):
-    """Same values, new leaf tensors on ``device``: eager and wrapped runs must not share gradients."""
-    def copy_leaf(leaf):
-        if isinstance(leaf, torch.Tensor):
-            return leaf.detach().to(device, copy=True).requires_grad_(leaf.requires_grad)
-        return leaf
-
-    return map_leaves(data, copy_leaf)
-
-
 def _run(module, inputs):
     x, nested, extra = inputs
     outputs = module(x, nested, extra=extra)
     differentiable = [t for t in leaves(outputs) if isinstance(t, torch.Tensor) and t.requires_grad]
-    loss = sum((t.float() * (i + 1)).sum() for i, t in enumerate(differentiable))
+    loss = sum((t * (i + 1)).sum() for i, t in enumerate(differentiable))
     loss.backward()
     return outputs
+
+
+def _grads(data):
+    return map_leaves(data, lambda t: t.grad if isinstance(t, torch.Tensor) else None)
 
 
 @pytest.mark.parametrize("feature", FEATURES)
@@ -72,14 +67,9 @@ def test_distinct_key_paths_stay_distinct(impl, options):
 
 def _assert_through_module_matches_eager(impl, options, x, nested, extra):
     eager = NestedEcho().to(options.device)
-    wrapped = impl.wrap(copy.deepcopy(eager), options)
-    inputs = (x, nested, extra)
-    eager_inputs, wrapped_inputs = _fresh_copy(inputs, options.device), _fresh_copy(inputs, options.device)
+    modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options))
+    inputs = input_runs((x, nested, extra), seed=1, device=options.device)
 
-    expected = _run(eager, eager_inputs)
-    actual = _run(wrapped, wrapped_inputs)
-
-    assert_same_structure(actual, expected, compare_tensors=assert_tensors_close, path="output")
-    grads = lambda data: map_leaves(data, lambda t: t.grad if isinstance(t, torch.Tensor) else None)
-    assert_same_structure(grads(wrapped_inputs), grads(eager_inputs), compare_tensors=assert_tensors_close, path="input grad")
-    assert_tensors_close(wrapped.scale.grad, eager.scale.grad, path="scale.grad")
+    assert_matches_oracle({run: _run(modules[run], inputs[run]) for run in RUNS}, path="output")
+    assert_matches_oracle({run: _grads(inputs[run]) for run in RUNS}, path="input grad")
+    assert_matches_oracle({run: modules[run].scale.grad for run in RUNS}, path="scale.grad")

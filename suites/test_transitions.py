@@ -4,10 +4,12 @@ re-exports, rebuilds gradients and creates sessions exactly when the transition 
 A hypothesis state machine draws sequences of up to 20 actions (forwards at the same or other
 sizes, with changed structure or bool/str/int values, under no_grad; requires_grad flips;
 frozen/unfrozen parameters; attributes set on the wrapper; train/eval; backward + SGD step;
-device moves on cuda). After every action, outputs, gradients and updated parameters equal
-eager's and the observable counters equal ``reference.transitions``' prediction. One test per
-family of actions, so a deviation names the kind of transition it is about; ``mixed`` interleaves
-them all. A failing sequence shrinks and prints a standalone ``replay(...)`` script.
+device moves on cuda). After every action, outputs, gradients and updated parameters pass the
+float64 oracle and the observable counters equal what the transition contract
+(``ortcheck.stateful.contract``, independent of every implementation) predicts. One test per family
+of actions, so a deviation names the kind of transition it is about; ``mixed`` interleaves them
+all. Each family's canonical sequences run first on every run, then the drawn ones; a failing drawn
+sequence shrinks and prints a standalone ``replay(...)`` script.
 
 The contract: re-export exactly when the traced graph would differ (schema, mode, device, an
 attribute set through the wrapper; never for sizes alone), rebuild gradients exactly when the
@@ -20,7 +22,9 @@ from hypothesis import note, settings
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
 from ortcheck.impls import Capability
-from ortcheck.strategies.transitions import FAMILIES, GPU_FAMILIES, Forward, Scenario, Step, family_actions, replay
+from ortcheck.pytest_plugin import not_applicable
+from ortcheck.stateful import Forward, Scenario, Step, replay
+from ortcheck.strategies.transitions import FAMILIES, GPU_FAMILIES, family_actions, family_examples
 
 pytestmark = pytest.mark.requires(Capability.TRANSITIONS)
 
@@ -63,8 +67,21 @@ def machine(impl, options, family):
     return TransitionMachine
 
 
+def run_examples(impl, options, family):
+    """The family's canonical sequences, each from a fresh module (as hypothesis runs ``@example`` s)."""
+    for actions in family_examples(family, options.device):
+        scenario = Scenario(impl, options)
+        try:
+            for action in actions:
+                scenario.apply(action)
+        except BaseException as error:
+            error.add_note("Reproduction (a canonical sequence of the family):\n" + scenario.reproduction())
+            raise
+
+
 @pytest.mark.parametrize("family", FAMILY_PARAMS)
 def test_transitions(impl, options, family):
+    run_examples(impl, options, family)
     run_state_machine_as_test(machine(impl, options, family), settings=sequences(family))
 
 
@@ -73,6 +90,7 @@ def test_transitions(impl, options, family):
 def test_transitions_with_default_skip_checks(impl, options, family):
     """The same property under the implementation's skip-check fast path (ORTModule's default policy)."""
     fast_path = dataclasses.replace(options, skip_checks=True)
+    run_examples(impl, fast_path, family)
     run_state_machine_as_test(machine(impl, fast_path, family), settings=sequences(family))
 
 
@@ -81,5 +99,5 @@ def test_counters_are_observable(impl, options):
     scenario = replay(impl, options, [Forward(), Step(), Forward(sizes="other")])
     observed = impl.observe(scenario.wrapped)
     if observed.exports is None and observed.gradient_builds is None and observed.sessions is None:
-        pytest.skip(f"{impl.name} exposes no transition counters: its sequences check outputs and gradients only")
+        not_applicable(f"{impl.name} exposes no transition counters: its sequences check outputs and gradients only")
     assert (observed.exports, observed.gradient_builds, observed.sessions) == (1, 1, 1)

@@ -1,5 +1,16 @@
-"""Reusable comparisons: the oracles suites assert with."""
-from ortcheck.checks.structure import assert_same_structure, children, map_leaves, rebuild
+"""Reusable comparisons: the oracles suites assert with (docs/architecture.md, "Oracles")."""
+from ortcheck.checks.oracle import (
+    FACTOR, Verdict, assert_curve_matches_oracle, assert_matches_oracle, assert_tensor_matches_oracle, curve_verdicts,
+    judge,
+)
+from ortcheck.checks.runs import (
+    RUNS, float64_copy, fresh_leaves, input_runs, module_runs, nudged, nudged_module, to_float64,
+)
+from ortcheck.checks.structure import assert_same_structure
 from ortcheck.checks.tensors import assert_tensors_close
+from ortcheck.nested import children, map_leaves, rebuild
 
-__all__ = ["assert_same_structure", "assert_tensors_close", "children", "map_leaves", "rebuild"]
+__all__ = ["FACTOR", "RUNS", "Verdict", "assert_curve_matches_oracle", "assert_matches_oracle",
+           "assert_same_structure", "assert_tensor_matches_oracle", "assert_tensors_close", "children", "curve_verdicts",
+           "float64_copy", "fresh_leaves", "input_runs", "judge", "map_leaves", "module_runs", "nudged",
+           "nudged_module", "rebuild", "to_float64"]

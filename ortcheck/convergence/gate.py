@@ -1,17 +1,21 @@
 """The gate: does an implementation's run match the expected one (eager's, or a golden's)?
 
 Hard failures come first and need no tolerance: a non-finite value, a length mismatch, a step that
-fell back to eager PyTorch (its parity would prove nothing about the pipeline). Then the tolerance
-model: per-step windows with bounded outliers and a tail-bias bound (:class:`CurveTolerance`), or
-statistical agreement over seeds (:class:`BandTolerance`). ``rows`` is the per-step table the
-reports and ``ortcheck golden diff`` print.
+fell back to eager PyTorch (its parity would prove nothing about the pipeline). Parity with eager
+in the same job is then judged by the float64 oracle step by step (:func:`oracle_parity`), or, for
+runs that can't agree step by step (dropout), by statistical agreement over seeds
+(:class:`BandTolerance`). Against a golden curve, the tolerance model applies: per-step windows with
+bounded outliers and a tail-bias bound (:class:`CurveTolerance`). ``rows`` is the per-step table
+the reports and ``ortcheck golden diff`` print.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Mapping
 import statistics
 
+from ortcheck.checks.oracle import FACTOR, curve_verdicts
 from ortcheck.convergence.curves import METRICS, CaseRun
 from ortcheck.convergence.tolerance import BandTolerance, CurveTolerance, StepTolerance, Tolerance
 
@@ -43,11 +47,14 @@ class GateResult:
     failures: list[str]
     rows: list[Row]  # of the first seed
     band_z: float | None = None  # band tolerance: standard errors between the final-window means
+    oracle_ratio: float | None = None  # float64 oracle: the largest error / scale (FACTOR allowed)
 
     def summary(self) -> str:
-        """One line for reports: the largest deviations, or the band statistic."""
+        """One line for reports: the oracle's worst ratio, the band statistic, or the largest deviations."""
         if self.band_z is not None:
             return f"final loss {self.band_z:+.2f} standard errors from eager"
+        if self.oracle_ratio is not None:
+            return f"float64 oracle: worst error {self.oracle_ratio:.2f}x the scale (bound {FACTOR:g}x)"
         return f"max rel. loss {self.max_relative('loss'):.2e}, grad norm {self.max_relative('grad_norm'):.2e}"
 
     @property
@@ -78,6 +85,36 @@ def compare(expected: CaseRun, actual: CaseRun, tolerance: Tolerance) -> GateRes
             rows = [Row(step, metric, x, y, 0.0 if metric in tolerance.exact else None)
                     for metric in METRICS for step, (x, y) in enumerate(zip(first_e.metrics[metric], first_a.metrics[metric]))]
     return GateResult(failures, rows, band_z)
+
+
+def oracle_parity(runs: Mapping[str, CaseRun], metrics: tuple[str, ...] = ("loss", "grad_norm"),
+                  exact_metrics: tuple[str, ...] = ("lr",)) -> GateResult:
+    """Per-step parity judged by the float64 oracle (:func:`ortcheck.checks.curve_verdicts`) over the
+    runs of ``ortcheck.checks.RUNS``: each step of each metric within FACTOR x the scale eager's own
+    float32 error and operand rounding give it; ``exact_metrics`` (the learning rate) equal to eager's."""
+    eager, actual = runs["eager"], runs["actual"]
+    failures = _hard_failures(eager, actual)
+    rows, worst = [], 0.0
+    if not failures:
+        for index, (e, a) in enumerate(zip(eager.curves, actual.curves)):
+            for metric in metrics:
+                verdicts = curve_verdicts({run: case_run.curves[index].metrics[metric] for run, case_run in runs.items()},
+                                          f"seed {e.seed}: {metric}")
+                worst = max([worst] + [v.ratio for v in verdicts])
+                bad = [v for v in verdicts if not v.ok]
+                if bad:
+                    failures.append(f"{len(bad)} of {len(verdicts)} steps beyond the float64 oracle's bound; first: "
+                                    + bad[0].message())
+                if e is eager.curves[0]:
+                    rows += [Row(step, metric, v.exact, v.actual, v.bound) for step, v in enumerate(verdicts)]
+            for metric in exact_metrics:
+                step = next((i for i, (p, q) in enumerate(zip(e.metrics[metric], a.metrics[metric])) if p != q), None)
+                if step is not None:
+                    failures.append(f"seed {e.seed}: {metric} at step {step} is {a.metrics[metric][step]!r}, "
+                                    f"eager's {e.metrics[metric][step]!r} (must be equal)")
+                if e is eager.curves[0]:
+                    rows += [Row(i, metric, p, q, 0.0) for i, (p, q) in enumerate(zip(e.metrics[metric], a.metrics[metric]))]
+    return GateResult(failures, rows, oracle_ratio=worst)
 
 
 def _hard_failures(expected: CaseRun, actual: CaseRun) -> list[str]:

@@ -14,6 +14,7 @@ from typing import Callable
 
 import torch
 
+from ortcheck.checks.runs import RUNS, input_runs, module_runs
 from ortcheck.convergence import determinism
 from ortcheck.convergence.cases import Case
 from ortcheck.convergence.curves import CaseRun, Curve
@@ -21,35 +22,47 @@ from ortcheck.convergence.training import TrainingConfig, build_optimizer, build
 from ortcheck.impls.base import Implementation, Options
 
 
-def run_pair(case: Case, impl: Implementation, options: Options = Options(), steps: int | None = None,
-             training: TrainingConfig | None = None,
-             perturb: Callable[[torch.nn.Module], None] | None = None) -> tuple[CaseRun, CaseRun]:
-    """(eager run, implementation run) of ``case``.
+def run_all(case: Case, impl: Implementation, options: Options = Options(), steps: int | None = None,
+            training: TrainingConfig | None = None, perturb: Callable[[torch.nn.Module], None] | None = None,
+            oracle: bool = True) -> dict[str, CaseRun]:
+    """Every run of ``case`` from identical initial weights and batches, by name (``ortcheck.checks.RUNS``;
+    without ``oracle`` only ``eager`` and ``actual``).
 
     Positive controls change only the implementation's side: ``training`` replaces its training
     configuration, ``perturb`` edits its copy of the initial model in place.
     """
     steps = steps or case.training.steps
-    eager, actual = [], []
+    curves = {run: [] for run in (RUNS if oracle else ("actual", "eager"))}
     settings = determinism.Determinism.for_device(options.device)
     started = time.perf_counter()
     for seed in case.training.seeds:
         with determinism.applied(settings.with_seed(seed), options.device):
             initial = case.build()
             batches = case.batches(seed, steps)
-        eager.append(train(case, copy.deepcopy(initial), batches, seed, settings, options, None, case.training))
         model = copy.deepcopy(initial)
         if perturb is not None:
             perturb(model)
-        actual.append(train(case, model, batches, seed, settings, options, impl,
-                            training or case.training))
+        curves["actual"].append(train(case, model, batches, seed, settings, options, impl, training or case.training))
+        models = module_runs(initial, None, seed) if oracle else {"eager": initial}
+        data = input_runs(batches, seed) if oracle else {"eager": batches}
+        for run, run_model in models.items():
+            if run != "actual":
+                curves[run].append(train(case, copy.deepcopy(run_model), data[run], seed, settings, options, None,
+                                         case.training))
     fingerprint = determinism.fingerprint(options.device, "float32", settings.threads)
     elapsed = time.perf_counter() - started
 
-    def run(name, curves):
-        return CaseRun(case.name, name, options.device, curves, settings.to_json(), fingerprint, elapsed)
+    return {run: CaseRun(case.name, impl.name if run == "actual" else f"eager ({run})" if run != "eager" else "eager",
+                         options.device, found, settings.to_json(), fingerprint, elapsed)
+            for run, found in curves.items()}
 
-    return run("eager", eager), run(impl.name, actual)
+
+def run_pair(case: Case, impl: Implementation, options: Options = Options(), steps: int | None = None,
+             training: TrainingConfig | None = None,
+             perturb: Callable[[torch.nn.Module], None] | None = None) -> tuple[CaseRun, CaseRun]:
+    """(eager run, implementation run) of ``case``, without the float64 runs."""
+    runs = run_all(case, impl, options, steps, training, perturb, oracle=False)
+    return runs["eager"], runs["actual"]
 
 
 def train(case: Case, model: torch.nn.Module, batches: list, seed: int, settings, options: Options,

@@ -19,7 +19,6 @@ SCHEDULES = ("constant", "cosine", "step")
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig:
     steps: int
-    batch_size: int
     optimizer: str = "adamw"
     lr: float = 1e-3
     momentum: float = 0.9          # sgd

@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 
-from ortcheck.impls.base import Capability, Implementation, Observations, Options
+from ortcheck.impls.base import DEVICES, Capability, Implementation, Observations, Options, UnsupportedOptionError
 
 # name -> "module:attribute" (imported lazily, so a missing backend never breaks the others)
 # or an Implementation subclass registered by a user.
@@ -49,4 +49,5 @@ def register(name: str, target: "str | type[Implementation]") -> None:
     _REGISTRY[name] = target
 
 
-__all__ = ["Capability", "Implementation", "Observations", "Options", "get", "names", "register", "DEFAULT"]
+__all__ = ["Capability", "DEVICES", "Implementation", "Observations", "Options", "UnsupportedOptionError", "get", "names",
+           "register", "DEFAULT"]

@@ -32,18 +32,6 @@ from ortcheck.impls.base import Options
 
 SETUP_HINT = "run in the ort119 env: tox -e ort119"
 
-# Variables we own while a wrapped module is built or runs; None means "unset" (ORTModule default),
-# so a value exported in the user's shell cannot leak into a test that did not ask for it.
-MANAGED_VARS = (
-    "ORTMODULE_FALLBACK_POLICY",
-    "ORTMODULE_FALLBACK_RETRY",
-    "ORTMODULE_SKIPCHECK_POLICY",
-    "ORTMODULE_MEMORY_OPT_LEVEL",
-    "ORTMODULE_MEMORY_OPT_CONFIG",
-    "ORTMODULE_ENABLE_MEM_EFFICIENT_GRAD_MGMT",
-    "ORTMODULE_CACHE_DIR",  # a cached model would skip torch.onnx.export and hide exports
-)
-
 _BANNER = "is accelerating your model"
 _EXTRA_REPR = "attribute name extra_repr collides with ORTModule's attribute name"
 # torch_io_helper warns this for every str/int/float/bool it flattens (regex for warnings filters).
@@ -126,7 +114,11 @@ def _config_file(plans: tuple[str, ...]) -> str:
 
 
 def env_for(options: Options) -> dict[str, str | None]:
-    """The value of every managed variable for ``options`` (None: unset, i.e. ORTModule's default)."""
+    """The value of every variable we own while a wrapped module is built or runs, for ``options``.
+
+    None means unset (ORTModule's default), so a value exported in the user's shell cannot leak
+    into a test that did not ask for it.
+    """
     return {
         # "auto" = ORTModule's own default policy (falls back on unsupported device/data/torch/onnx
         # model); only one policy name can be given through the env var.
@@ -137,7 +129,7 @@ def env_for(options: Options) -> dict[str, str | None]:
         "ORTMODULE_MEMORY_OPT_LEVEL": str(options.memory_opt_level),
         "ORTMODULE_MEMORY_OPT_CONFIG": _config_file(options.memory_opt_config) if options.memory_opt_config else None,
         "ORTMODULE_ENABLE_MEM_EFFICIENT_GRAD_MGMT": "1" if options.mem_efficient_grad else None,
-        "ORTMODULE_CACHE_DIR": None,
+        "ORTMODULE_CACHE_DIR": None,  # a cached model would skip torch.onnx.export and hide exports
     }
 
 

@@ -1,10 +1,10 @@
-"""Flattening by ``reference.io``: the reference pipeline's own, and eager's stand-in."""
-import reference.io
+"""Flattening by ``reference.nested_io``: the reference pipeline's own, and eager's stand-in."""
+import reference.nested_io
 
 
 class ReferenceIO:
     def flatten(self, data):
-        return reference.io.flatten(data)
+        return reference.nested_io.flatten(data)
 
     def unflatten(self, tensors, schema):
-        return reference.io.unflatten(tensors, schema)
+        return reference.nested_io.unflatten(tensors, schema)

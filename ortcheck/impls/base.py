@@ -1,4 +1,4 @@
-"""The implementation contract every suite is written against (DESIGN.md: "one contract").
+"""The implementation contract every suite is written against (docs/architecture.md, "The contract").
 
 An implementation is anything that can wrap a ``torch.nn.Module`` so it trains through an
 ORTModule-style pipeline. Suites never import an implementation directly: they receive one from
@@ -14,6 +14,11 @@ from typing import Any, Sequence
 import torch
 
 FALLBACK_POLICIES = ("disable", "auto")
+DEVICES = ("cpu", "cuda")
+
+
+class UnsupportedOptionError(ValueError):
+    """An implementation was asked for an option it does not implement (rather than ignoring it)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +35,8 @@ class Options:
     def __post_init__(self):
         if self.fallback not in FALLBACK_POLICIES:
             raise ValueError(f"unknown fallback policy {self.fallback!r}; valid: {', '.join(FALLBACK_POLICIES)}")
+        if self.device not in DEVICES:
+            raise ValueError(f"unknown device {self.device!r}; valid: {', '.join(DEVICES)}")
         if self.memory_opt_level not in (0, 1, 2):
             raise ValueError(f"memory_opt_level must be 0, 1 or 2, got {self.memory_opt_level!r}")
 

@@ -8,7 +8,7 @@ from ortcheck.impls.base import Capability, Implementation, Options
 
 
 class EagerImpl(ReferenceIO, Implementation):
-    """Eager PyTorch never flattens; reference.io stands in so the I/O properties get a sanity run."""
+    """Eager PyTorch never flattens; reference.nested_io stands in so the I/O properties get a sanity run."""
 
     name = "eager"
 

@@ -5,8 +5,11 @@ import dataclasses
 import re
 
 _PARAMS = re.compile(r"\[(.*)\]$")
-# worst first: a property's cell shows the worst outcome among its parametrized items
-SEVERITY = ("fail", "error", "expected-fail", "pass", "skip")
+# worst first: a property's cell shows the worst outcome among its parametrized items. "n/a": the
+# property does not apply to the implementation (a capability it lacks); "skip": it could run
+# elsewhere (a GPU, --nightly, the implementation's own environment).
+SEVERITY = ("fail", "error", "expected-fail", "pass", "skip", "n/a")
+NOT_APPLICABLE = "n/a: "
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +44,7 @@ class ResultCollector:
         properties = dict(report.user_properties)
         if "convergence_parity" in properties:
             self.convergence.append({"test": report.nodeid, "status": status, **properties})
-        impl = properties.get("ortcheck_impl", "-")
+        impl = properties.get("ortcheck_impl") or impl_of(report.nodeid) or "-"
         prop = split_nodeid(report.nodeid, impl)
         self.outcomes.append(Outcome(prop, impl, status, _detail(report, status)))
 
@@ -55,15 +58,29 @@ def _status(report) -> str | None:
     if report.passed:
         return "pass"
     if report.skipped:
-        return "skip"
+        return "n/a" if _skip_reason(report).startswith(NOT_APPLICABLE) else "skip"
     return "fail" if report.when == "call" else "error"
 
 
 def _detail(report, status: str) -> str:
     if status == "expected-fail":
         return report.wasxfail
-    if status == "skip" and isinstance(report.longrepr, tuple):
-        return report.longrepr[2].removeprefix("Skipped: ")
+    if status in ("skip", "n/a"):
+        return _skip_reason(report).removeprefix(NOT_APPLICABLE)
     if status in ("fail", "error"):
         return report.longreprtext.strip().splitlines()[-1][:200] if report.longreprtext else status
     return ""
+
+
+def _skip_reason(report) -> str:
+    return report.longrepr[2].removeprefix("Skipped: ") if isinstance(report.longrepr, tuple) else ""
+
+
+def impl_of(nodeid: str) -> str | None:
+    """The implementation a node id is parametrized with, for reports that carry no properties
+    (xdist's report of a crashed worker); None when there is none."""
+    from ortcheck import impls
+
+    match = _PARAMS.search(nodeid)
+    ids = match.group(1).split("-") if match else []
+    return next((i for i in ids if i in impls.names()), None)

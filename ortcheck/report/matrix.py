@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ortcheck.report.collector import SEVERITY, Outcome
 
-_SYMBOL = {"pass": "pass", "fail": "FAIL", "error": "ERROR", "expected-fail": "xfail", "skip": "skip"}
+_SYMBOL = {"pass": "pass", "fail": "FAIL", "error": "ERROR", "expected-fail": "xfail", "skip": "skip", "n/a": "n/a"}
 
 
 @dataclasses.dataclass
@@ -22,6 +22,22 @@ class ConformanceMatrix:
             current = cells.get(key)
             if current is None or SEVERITY.index(outcome.status) < SEVERITY.index(current.status):
                 cells[key] = outcome
+        return cls(cells)
+
+    @classmethod
+    def from_outcomes_by_family(cls, outcomes: list[Outcome]) -> "ConformanceMatrix":
+        """Like :meth:`from_outcomes`, but a property family (one test function over its parameters)
+        whose cells don't apply to an implementation shows once, as ``family[*]``, for that implementation."""
+        matrix = cls.from_outcomes(outcomes)
+        families: dict[tuple[str, str], list[Outcome]] = {}
+        for (prop, impl), outcome in matrix.cells.items():
+            families.setdefault((_family(prop), impl), []).append(outcome)
+        cells = {}
+        for (family, impl), members in families.items():
+            if len(members) > 1 and all(m.status == "n/a" and m.detail == members[0].detail for m in members):
+                cells[(f"{family}[*]", impl)] = dataclasses.replace(members[0], property=f"{family}[*]")
+            else:
+                cells.update(((m.property, impl), m) for m in members)
         return cls(cells)
 
     @property
@@ -76,3 +92,7 @@ class ConformanceMatrix:
 def write_json(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def _family(prop: str) -> str:
+    return prop.split("[", 1)[0]

@@ -1,36 +1,28 @@
 """Changes to a nested structure that must change its schema, and one that must not.
 
-Each mutation finds its sites with the oracle walk (:mod:`ortcheck.checks.structure`), picks one
-with a drawn index, and rebuilds the structure around the change.
+One mutation per kind of change *and* per kind of node it hits (``retype_dict_str``,
+``constant_int``, ``wrap_tensor``, ...), so every example of a mutation exercises exactly what its
+name says: a pipeline that misses that one change fails on every example. Each mutation finds its
+sites with the harness's own walk (:mod:`ortcheck.nested`), picks one with a drawn index, and
+rebuilds the structure around the change; a structure without such a site gets one added.
 """
 from __future__ import annotations
 
-import collections
+import dataclasses
 from typing import Any, Callable
 
 import torch
 from hypothesis import strategies as st
 
-from ortcheck.checks.structure import children, map_leaves, rebuild
-from ortcheck.strategies.containers import ModelOutputLike, Pair, Triple
-
-Site = tuple  # path of child indices from the root
+from ortcheck.nested import children, map_leaves, replace_at, sites
+from ortcheck.strategies.containers import CONTAINER_KINDS, FEATURES, LEAF_KINDS
 
 
-def sites(value: Any, accept: Callable[[Any], bool], path: Site = ()) -> list[Site]:
-    """Paths of all nodes (containers and leaves) for which ``accept`` holds, pre-order."""
-    found = [path] if accept(value) else []
-    for index, (_, child) in enumerate(children(value) or []):
-        found += sites(child, accept, path + (index,))
-    return found
-
-
-def replace_at(value: Any, site: Site, fn: Callable[[Any], Any]) -> Any:
-    if not site:
-        return fn(value)
-    pairs = children(value)
-    new_children = [replace_at(child, site[1:], fn) if i == site[0] else child for i, (_, child) in enumerate(pairs)]
-    return rebuild(value, new_children)
+@dataclasses.dataclass(frozen=True)
+class Mutation:
+    accept: Callable[[Any], bool]  # which nodes it can change
+    change: Callable[[Any], Any]   # the changed node
+    seed: Any                      # a node it can change, added to structures that have none
 
 
 def resize_tensors(value: Any, grow: int) -> Any:
@@ -48,23 +40,8 @@ def _is_tensor(v):
     return isinstance(v, torch.Tensor)
 
 
-def _is_constant(v):
-    return children(v) is None and not _is_tensor(v)
-
-
-def _is_retypable(v):
-    return type(v) in _RETYPE
-
-
-_RETYPE: dict[type, Callable[[Any], Any]] = {
-    list: tuple,
-    tuple: list,
-    dict: collections.OrderedDict,
-    collections.OrderedDict: ModelOutputLike,
-    ModelOutputLike: dict,
-    Pair: tuple,
-    Triple: tuple,
-}
+def _is_leaf(v):
+    return children(v) is None
 
 
 def _other_constant(v):
@@ -90,31 +67,50 @@ def _other_rank(t: torch.Tensor) -> torch.Tensor:
     return t.detach().unsqueeze(0)
 
 
-# kind -> (which nodes qualify, how to change one)
-MUTATIONS: dict[str, tuple[Callable, Callable]] = {
-    "structure": (lambda v: True, lambda v: [v]),
-    "container_type": (_is_retypable, lambda v: _RETYPE[type(v)](v)),
-    "constant": (_is_constant, _other_constant),
-    "dtype": (_is_tensor, _other_dtype),
-    "rank": (_is_tensor, _other_rank),
-}
+def _of_type(types: tuple[type, ...]) -> Callable[[Any], bool]:
+    return lambda v: type(v) in types
+
+
+def _leaf_of(kind: str) -> Callable[[Any], bool]:
+    if kind == "tensor":
+        return _is_tensor
+    example_type = type(LEAF_KINDS[kind].example)
+    return lambda v: not _is_tensor(v) and _is_leaf(v) and type(v) is example_type
+
+
+def _example(kind: str) -> Any:
+    return torch.zeros(2) if kind == "tensor" else LEAF_KINDS[kind].example
+
+
+def _mutations() -> dict[str, Mutation]:
+    core_leaves, core_containers = FEATURES["python_scalars"]
+    found = {f"wrap_{name}": Mutation(_leaf_of(name), lambda v: [v], _example(name)) for name in core_leaves}
+    found["wrap_container"] = Mutation(lambda v: not _is_leaf(v), lambda v: [v], [])
+    for name in core_containers:
+        kind = CONTAINER_KINDS[name]
+        if kind.retype is not None:
+            found[f"retype_{name}"] = Mutation(_of_type(kind.types), lambda v, k=kind: k.retype(v), kind.wrap(0))
+    for name in core_leaves:
+        if name != "tensor":
+            found[f"constant_{name}"] = Mutation(_leaf_of(name), _other_constant, _example(name))
+    found["dtype"] = Mutation(_is_tensor, _other_dtype, torch.zeros(2))
+    found["rank"] = Mutation(_is_tensor, _other_rank, torch.zeros(2))
+    return found
+
+
+# The structures mutated come from the ``python_scalars`` feature: every core container and constant.
+MUTATIONS: dict[str, Mutation] = _mutations()
 
 
 @st.composite
-def schema_changing_mutations(draw, data: Any, kinds=tuple(MUTATIONS)) -> tuple[str, Site, Any, Any]:
-    """(kind, site, base, mutated): ``base`` is ``data`` (plus a leaf of the right kind if it had
+def schema_changing_mutations(draw, data: Any, kinds=tuple(MUTATIONS)) -> tuple[str, tuple, Any, Any]:
+    """(kind, site, base, mutated): ``base`` is ``data`` (plus a node of the right kind if it had
     none) and ``mutated`` is ``base`` with one change its schema must reflect."""
     kind = draw(st.sampled_from(list(kinds)))
-    accept, change = MUTATIONS[kind]
-    candidates = sites(data, accept)
+    mutation = MUTATIONS[kind]
+    candidates = sites(data, mutation.accept)
     if not candidates:
-        data = [data, _seed_for(kind)]
-        candidates = sites(data, accept)
+        data = [data, mutation.seed]
+        candidates = sites(data, mutation.accept)
     site = draw(st.sampled_from(candidates))
-    return kind, site, data, replace_at(data, site, change)
-
-
-def _seed_for(kind: str) -> Any:
-    if kind in ("dtype", "rank"):
-        return torch.zeros(2)
-    return 0
+    return kind, site, data, replace_at(data, site, mutation.change)

@@ -5,32 +5,19 @@ small before large in every ``one_of``, so failures shrink to a single leaf or a
 """
 from __future__ import annotations
 
-import collections
 import functools
 from typing import Sequence
 
 import torch
 from hypothesis import strategies as st
 
-from ortcheck.strategies.containers import FrozenRecord, ModelOutputLike, Pair, Record, Triple
+from ortcheck.nested import replace_at, sites
+from ortcheck.strategies.containers import CONTAINER_KINDS as _CONTAINERS, CORE, FEATURES, LEAF_KINDS as _LEAVES
 
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 ALL_DTYPES = FLOAT_DTYPES + (torch.int64, torch.int32, torch.bool)
-LEAF_KINDS = ("tensor", "none", "bool", "int", "float", "str")
-CONTAINER_KINDS = (
-    "list", "tuple", "dict_str", "dict_int", "namedtuple", "dataclass", "ordereddict", "model_output",
-)
-
-# Named slices of the I/O space: a core every pipeline should handle, and one extra thing each.
-# Suites parametrize over them so a deviation shows up as one failing feature, not one red property.
-_CORE_LEAVES = ("tensor", "none", "str")
-_CORE_CONTAINERS = ("list", "tuple", "dict_str", "namedtuple", "ordereddict", "model_output")
-FEATURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "core": (_CORE_LEAVES, _CORE_CONTAINERS),
-    "python_scalars": (_CORE_LEAVES + ("bool", "int", "float"), _CORE_CONTAINERS),
-    "int_keys": (_CORE_LEAVES, _CORE_CONTAINERS + ("dict_int",)),
-    "dataclasses": (_CORE_LEAVES, _CORE_CONTAINERS + ("dataclass",)),
-}
+LEAF_KINDS = tuple(_LEAVES)
+CONTAINER_KINDS = tuple(_CONTAINERS)
 
 
 @st.composite
@@ -55,21 +42,16 @@ def tensors(draw, dtypes: Sequence[torch.dtype] = ALL_DTYPES, max_rank: int = 4,
 
 def constants(kinds: Sequence[str] = ("none", "bool", "int", "float", "str"), allow_nan: bool = False) -> st.SearchStrategy:
     """Non-tensor leaves: None, bool, int, float, str."""
-    builders = {
-        "none": st.none(),
-        "bool": st.booleans(),
-        "int": st.integers(-(2**31), 2**31),
-        "float": st.floats(allow_nan=allow_nan, allow_infinity=allow_nan, width=64),
-        "str": st.text(max_size=5),
-    }
-    return st.one_of([builders[kind] for kind in kinds])
+    _check_known("leaf kinds", kinds, [k for k in LEAF_KINDS if k != "tensor"])
+    if allow_nan and "float" in kinds:
+        others = [_LEAVES[kind].values for kind in kinds if kind != "float"]
+        return st.one_of(*others, st.floats(allow_nan=True, allow_infinity=True, width=64))
+    return st.one_of([_LEAVES[kind].values for kind in kinds])
 
 
 def leaves(kinds: Sequence[str] = LEAF_KINDS, **tensor_kwargs) -> st.SearchStrategy:
     """One leaf of the given kinds (see :data:`LEAF_KINDS`)."""
-    unknown = set(kinds) - set(LEAF_KINDS)
-    if unknown:
-        raise ValueError(f"unknown leaf kinds {sorted(unknown)}; valid: {', '.join(LEAF_KINDS)}")
+    _check_known("leaf kinds", kinds, LEAF_KINDS)
     parts = [constants([k for k in kinds if k != "tensor"])] if set(kinds) - {"tensor"} else []
     if "tensor" in kinds:
         parts.append(tensors(**tensor_kwargs))
@@ -78,22 +60,8 @@ def leaves(kinds: Sequence[str] = LEAF_KINDS, **tensor_kwargs) -> st.SearchStrat
 
 def containers_of(children: st.SearchStrategy, kinds: Sequence[str] = CONTAINER_KINDS, max_size: int = 3) -> st.SearchStrategy:
     """One container of the given kinds (see :data:`CONTAINER_KINDS`) holding ``children``."""
-    unknown = set(kinds) - set(CONTAINER_KINDS)
-    if unknown:
-        raise ValueError(f"unknown container kinds {sorted(unknown)}; valid: {', '.join(CONTAINER_KINDS)}")
-    items = st.lists(children, max_size=max_size)
-    str_keys = st.dictionaries(st.text("abcxyz_", min_size=1, max_size=4), children, max_size=max_size)
-    builders = {
-        "list": items,
-        "tuple": items.map(tuple),
-        "dict_str": str_keys,
-        "dict_int": st.dictionaries(st.integers(-3, 10), children, max_size=max_size),
-        "namedtuple": st.one_of(st.builds(Pair, children, children), st.builds(Triple, children, children, children)),
-        "dataclass": st.one_of(st.builds(FrozenRecord, children), st.builds(Record, children, children)),
-        "ordereddict": str_keys.map(collections.OrderedDict),
-        "model_output": str_keys.map(ModelOutputLike),
-    }
-    return st.one_of([builders[kind] for kind in kinds])
+    _check_known("container kinds", kinds, CONTAINER_KINDS)
+    return st.one_of([_CONTAINERS[kind].build(children, max_size) for kind in CONTAINER_KINDS if kind in kinds])
 
 
 def nested_structures(leaf_kinds: Sequence[str] = LEAF_KINDS, container_kinds: Sequence[str] = CONTAINER_KINDS,
@@ -126,34 +94,49 @@ def _containers_below(depth, leaf, container_kinds, max_size) -> st.SearchStrate
 
 
 def feature_structures(feature: str, **kwargs) -> st.SearchStrategy:
-    """:func:`nested_structures` restricted to one of :data:`FEATURES`."""
+    """:func:`nested_structures` restricted to one of :data:`FEATURES`; every example of a feature
+    other than ``core`` holds at least one of the feature's own kinds, so a pipeline that can't
+    handle the feature fails on every example, not only on lucky draws."""
     if feature not in FEATURES:
         raise ValueError(f"unknown feature {feature!r}; valid: {', '.join(FEATURES)}")
     leaf_kinds, container_kinds = FEATURES[feature]
-    return nested_structures(leaf_kinds, container_kinds, **kwargs)
+    structures = nested_structures(leaf_kinds, container_kinds, **kwargs)
+    if feature == CORE:
+        return structures
+    return _holding(structures, _feature_exemplars(feature))
 
 
-_WRAP_ONE = {
-    "list": lambda child: [child],
-    "tuple": lambda child: (child,),
-    "dict_str": lambda child: {"k": child},
-    "dict_int": lambda child: {0: child},
-    "namedtuple": lambda child: Pair(child, None),
-    "dataclass": FrozenRecord,
-    "ordereddict": lambda child: collections.OrderedDict(k=child),
-    "model_output": lambda child: ModelOutputLike(k=child),
-}
+def _feature_exemplars(feature: str) -> st.SearchStrategy:
+    """Functions node -> node plus one value of a kind ``feature`` adds."""
+    wraps = [st.just(kind.wrap) for kind in _CONTAINERS.values() if kind.feature == feature]
+    wraps += [kind.values.map(lambda value: lambda node: [node, value])
+              for kind in _LEAVES.values() if kind.feature == feature]
+    return st.one_of(wraps)
+
+
+@st.composite
+def _holding(draw, structures: st.SearchStrategy, exemplars: st.SearchStrategy):
+    data = draw(structures)
+    site = draw(st.sampled_from(sites(data, lambda node: True)))
+    return replace_at(data, site, draw(exemplars))
 
 
 def deep_chain(depth: int, inner: st.SearchStrategy | None = None,
                container_kinds: Sequence[str] = CONTAINER_KINDS) -> st.SearchStrategy:
     """Exactly ``depth`` containers, each holding the next: reaches the depth bound every time."""
+    _check_known("container kinds", container_kinds, CONTAINER_KINDS)
     kinds = st.lists(st.sampled_from(list(container_kinds)), min_size=depth, max_size=depth)
 
     def wrap(args):
         chain, value = args
         for kind in reversed(chain):
-            value = _WRAP_ONE[kind](value)
+            value = _CONTAINERS[kind].wrap(value)
         return value
 
     return st.tuples(kinds, inner if inner is not None else leaves()).map(wrap)
+
+
+def _check_known(what: str, given: Sequence[str], known: Sequence[str]) -> None:
+    unknown = set(given) - set(known)
+    if unknown:
+        raise ValueError(f"unknown {what} {sorted(unknown)}; valid: {', '.join(known)}")

@@ -1,4 +1,4 @@
-"""Stage 4 of the reference pipeline: reverse-mode gradients over ONNX graphs.
+"""The autodiff stage (docs/architecture.md): reverse-mode gradients over ONNX graphs.
 
 ``build_gradient_graphs(model, requires_grad)`` returns a forward graph that also outputs the
 activations backward needs, and a backward graph from output gradients to input gradients. One rule

@@ -15,9 +15,6 @@ class GradientSums:
             raise AssertionError(f"gradient of '{value}' grew after it was used")
         self._parts.setdefault(value, []).append(grad)
 
-    def has(self, value: str) -> bool:
-        return value in self._parts
-
     def total(self, value: str) -> str:
         """All contributions to ``value``'s gradient, summed once (a single variadic Sum)."""
         if value not in self._totals:

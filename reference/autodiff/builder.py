@@ -11,12 +11,9 @@ from reference.autodiff.accumulate import GradientSums
 from reference.autodiff.activity import values_needing_gradients
 from reference.autodiff.context import GradientContext
 from reference.autodiff.forward import ForwardModel
-from reference.autodiff.grad_node import GradNode, node_name
+from reference.autodiff.grad_node import MIN_OPSET, GradNode, node_name
 from reference.autodiff.names import UniqueNames
 from reference.autodiff.registry import rule_for
-
-# Rules emit ops with opset-18 signatures (axes as inputs of Reduce*, Pad's axes).
-MIN_OPSET = 18
 
 
 @dataclass(frozen=True)
@@ -47,12 +44,15 @@ def build_gradient_graphs(model: onnx.ModelProto, requires_grad: Sequence[str]) 
             sums.add(output, grad)
 
     differentiated = [node for node in forward.nodes if any(output in needed for output in node.output)]
-    rules_by_node = {id(node): rule_for(node, node_name(node)) for node in differentiated}  # fail before building
+    opsets = {("" if entry.domain == "ai.onnx" else entry.domain): entry.version for entry in model.opset_import}
+    rules_by_node = {id(node): rule_for(node, node_name(node), opsets.get(node.domain, 1))
+                     for node in differentiated}  # fail before building
     for proto in reversed(differentiated):
         node = GradNode(
             proto,
             tuple(sums.total(output) if output in needed else None for output in proto.output),
             tuple(name in needed for name in proto.input),
+            opsets.get(proto.domain, 1),
         )
         ctx.scope = node.name
         grads = rules_by_node[id(proto)](ctx, node)

@@ -8,9 +8,6 @@ class UniqueNames:
     def __init__(self, taken: Iterable[str] = ()):
         self._taken = set(taken)
 
-    def reserve(self, names: Iterable[str]) -> None:
-        self._taken.update(names)
-
     def fresh(self, base: str) -> str:
         """``base`` itself when free, else ``base_<k>`` for the first free k."""
         name, k = base, 0

@@ -1,6 +1,12 @@
-"""Where gradient rules are registered and looked up, keyed by (domain, op type)."""
+"""Where gradient rules are registered and looked up, keyed by (domain, op type) and opset.
+
+A rule serves its op from the opset it names (``since``) until the next rule registered for that
+op: where an op's semantics change between opsets (an attribute becoming an input), its rule for
+the new opset is registered beside the old one and the model's opset picks.
+"""
 from __future__ import annotations
 
+import bisect
 from typing import TYPE_CHECKING, Callable
 
 import onnx
@@ -14,7 +20,7 @@ if TYPE_CHECKING:
 # A rule returns {input index: gradient value name} for every input the node wants.
 Rule = Callable[["GradientContext", "GradNode"], dict[int, str]]
 
-_RULES: dict[tuple[str, str], Rule] = {}
+_RULES: dict[tuple[str, str], list[tuple[int, Rule]]] = {}  # sorted by since
 _NON_DIFFERENTIABLE: set[tuple[str, str]] = set()
 
 
@@ -22,14 +28,15 @@ def _key(op_type: str, domain: str) -> tuple[str, str]:
     return ("" if domain == "ai.onnx" else domain, op_type)
 
 
-def gradient_rule(op_type: str, domain: str = "") -> Callable[[Rule], Rule]:
-    """Register the decorated function as the gradient rule of ``op_type``."""
+def gradient_rule(op_type: str, domain: str = "", since: int = 1) -> Callable[[Rule], Rule]:
+    """Register the decorated function as the gradient rule of ``op_type`` from opset ``since`` on."""
 
     def register(rule: Rule) -> Rule:
         key = _key(op_type, domain)
-        if key in _RULES or key in _NON_DIFFERENTIABLE:
-            raise ValueError(f"op {op_type!r} already registered")
-        _RULES[key] = rule
+        versions = _RULES.setdefault(key, [])
+        if key in _NON_DIFFERENTIABLE or any(existing == since for existing, _ in versions):
+            raise ValueError(f"op {op_type!r} already registered (since opset {since})")
+        bisect.insort(versions, (since, rule), key=lambda entry: entry[0])
         return rule
 
     return register
@@ -52,9 +59,10 @@ def supported_ops() -> list[str]:
     return sorted(op if not domain else f"{domain}.{op}" for domain, op in _RULES)
 
 
-def rule_for(node: onnx.NodeProto, node_name: str) -> Rule:
-    rule = _RULES.get(_key(node.op_type, node.domain))
-    if rule is None:
+def rule_for(node: onnx.NodeProto, node_name: str, opset: int) -> Rule:
+    """The rule for ``node`` in a model importing its domain at ``opset``."""
+    versions = [rule for since, rule in _RULES.get(_key(node.op_type, node.domain), []) if since <= opset]
+    if not versions:
         op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
         raise UnsupportedOpError(op, node_name, supported_ops())
-    return rule
+    return versions[-1]

@@ -6,16 +6,18 @@ is a dynamic axis: sizes never force a re-export, only the schema does.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import io as _bytes
+import io
 import warnings
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import onnx
 import torch
 
-from reference import io
+from reference import nested_io
 from reference.export.flat_module import FlatModule
+from reference.export.branches import reshape_shape_only_ifs
 from reference.export.simplify import drop_zero_dropouts
 
 
@@ -30,19 +32,19 @@ class ExportedGraph:
     state_names: tuple[str, ...]  # graph inputs fed from the module's parameters and buffers
     state_keys: tuple[str, ...]   # their names in module.named_parameters()/named_buffers()
     output_names: tuple[str, ...]
-    output_schema: io.Schema
+    output_schema: nested_io.Schema
 
 
-def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], schema: io.Schema,
+def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], schema: nested_io.Schema,
                   training: bool, opset: int | None = None) -> ExportedGraph:
     # The exporter restores the traced module's mode afterwards: it must be the mode we export in,
     # or exporting in eval would leave the user's module training.
     flat = FlatModule(module, schema).train(training)
     input_names = tuple(f"input_{i}" for i in range(len(tensors)))
     mode = torch.onnx.TrainingMode.TRAINING if training else torch.onnx.TrainingMode.EVAL
-    buffer = _bytes.BytesIO()
+    buffer = io.BytesIO()
     try:
-        with torch.no_grad(), warnings.catch_warnings():
+        with torch.no_grad(), warnings.catch_warnings(), _default_dtype(_float_dtypes(module, tensors)):
             warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
             torch.onnx.export(flat, tuple(t.detach() for t in tensors), buffer, dynamo=False, training=mode,
                               do_constant_folding=False, export_params=True, keep_initializers_as_inputs=True,
@@ -52,9 +54,32 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
         raise ExportError(f"torch.onnx.export failed for {type(module).__name__}: {error}") from error
     model = onnx.load_model_from_string(buffer.getvalue())
     drop_zero_dropouts(model)
+    reshape_shape_only_ifs(model)
     state_names, state_keys = _lift_state(model, flat)
     output_names = tuple(value.name for value in model.graph.output)
     return ExportedGraph(model, input_names, state_names, state_keys, output_names, flat.output_schema)
+
+
+@contextlib.contextmanager
+def _default_dtype(dtypes: set[torch.dtype]) -> Iterator[None]:
+    """Export under float64 as torch's default dtype when everything floating is float64.
+
+    The exporter computes ops whose operands are all 0-d tensors in the default dtype (it treats
+    them like Python scalars), so a float64 model would silently run its 0-d arithmetic in float32.
+    A model mixing float32 with 0-d float64 arithmetic keeps that limitation.
+    """
+    previous = torch.get_default_dtype()
+    if dtypes == {torch.float64}:
+        torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def _float_dtypes(module: torch.nn.Module, tensors: Sequence[torch.Tensor]) -> set[torch.dtype]:
+    state = [*module.parameters(), *module.buffers(), *tensors]
+    return {t.dtype for t in state if t.dtype in (torch.float32, torch.float64)}
 
 
 def _dynamic_axes(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> dict[str, dict[int, str]]:

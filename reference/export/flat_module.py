@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import torch
 
-from reference import io
+from reference import nested_io
 
 
 class FlatModule(torch.nn.Module):
-    def __init__(self, module: torch.nn.Module, input_schema: io.Schema):
+    def __init__(self, module: torch.nn.Module, input_schema: nested_io.Schema):
         super().__init__()
         self.module = module
         self.input_schema = input_schema
-        self.output_schema: io.Schema | None = None
+        self.output_schema: nested_io.Schema | None = None
 
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        args, kwargs = io.unflatten(tensors, self.input_schema)
-        outputs, self.output_schema = io.flatten(self.module(*args, **kwargs))
+        args, kwargs = nested_io.unflatten(tensors, self.input_schema)
+        outputs, self.output_schema = nested_io.flatten(self.module(*args, **kwargs))
         return tuple(outputs)

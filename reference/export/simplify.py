@@ -1,4 +1,4 @@
-"""Cheap clean-ups of the exported graph that change no number.
+"""Cheap clean-ups of the exported graph: none changes a number eager PyTorch computes.
 
 ``nn.Dropout(0.0)`` (a model configured without dropout) still exports as a training-mode
 Dropout node, which makes onnxruntime draw and write a mask every step for nothing.
@@ -29,3 +29,4 @@ def _scalar_constants(graph: onnx.GraphProto) -> dict[str, float]:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
             found[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
     return {name: float(value.item()) for name, value in found.items() if value.size == 1 and value.dtype.kind == "f"}
+

@@ -1,4 +1,4 @@
-"""Stage 9 (DESIGN.md): the ORTModule-like wrapper."""
+"""The module stage (docs/architecture.md): the ORTModule-like wrapper."""
 from reference.module.wrapper import ReferenceModule
 
 __all__ = ["ReferenceModule"]

@@ -13,11 +13,11 @@ import warnings
 
 import torch
 
-from ortcheck.impls.base import Observations, Options
-from reference import io
+from reference import nested_io
 from reference.autodiff import UnsupportedOpError
 from reference.export import ExportError
 from reference.module import compiled as compile_stage
+from reference.options import Counters, Options
 from reference.runtime import OrtGraphFunction
 from reference.transitions import GraphState, Graphs
 
@@ -31,7 +31,7 @@ class ReferenceModule(torch.nn.Module):
         self._options = options
         self._graphs = Graphs()
         self._compiled: dict[bool, compile_stage.Compiled] = {}  # per mode (training: bool)
-        self._observations = Observations()
+        self._counters = Counters()
         self._fallen_back = False
         self._module_version = 0
         self.train(module.training)  # a new Module starts in training mode; the wrapped one may not be
@@ -63,14 +63,15 @@ class ReferenceModule(torch.nn.Module):
     def named_buffers(self, *args, **kwargs):
         return self.module.named_buffers(*args, **kwargs)
 
-    def observations(self) -> Observations:
-        return Observations(**vars(self._observations))
+    def counters(self) -> Counters:
+        """A snapshot of what the pipeline did for this module so far."""
+        return Counters(**vars(self._counters))
 
     # -- forward ------------------------------------------------------------------------------
     def forward(self, *args, **kwargs):
         if self._fallen_back:
             return self.module(*args, **kwargs)
-        tensors, schema = io.flatten((args, kwargs))
+        tensors, schema = nested_io.flatten((args, kwargs))
         try:
             self._prepare(tensors, schema)
         except _FAILURES as error:
@@ -79,7 +80,7 @@ class ReferenceModule(torch.nn.Module):
             return self._fall_back(error, args, kwargs)
         compiled = self._compiled[self.training]
         outputs = OrtGraphFunction.apply(compiled.runner, *tensors, *self._state_tensors(compiled))
-        return io.unflatten(list(outputs), compiled.exported.output_schema)
+        return nested_io.unflatten(list(outputs), compiled.exported.output_schema)
 
     def _state_tensors(self, compiled: compile_stage.Compiled) -> list[torch.Tensor]:
         """Parameters and buffers in the exported graph's input order, looked up afresh each call."""
@@ -92,12 +93,12 @@ class ReferenceModule(torch.nn.Module):
         transition, graphs = self._graphs.step(state, torch.is_grad_enabled())
         if transition.export:
             self._compiled[self.training] = compile_stage.export(self.module, tensors, state)
-            self._observations.exports += 1
+            self._counters.exports += 1
         if transition.build_gradient:
             compile_stage.build(self._compiled[self.training], state, trainable)
-            self._observations.gradient_builds += 1
-        self._observations.sessions += transition.new_sessions  # one set (forward + backward) per build
-        self._observations.last_reason = transition.reason
+            self._counters.gradient_builds += 1
+        self._counters.sessions += transition.new_sessions  # one set (forward + backward) per build
+        self._counters.last_reason = transition.reason
         self._graphs = graphs  # only once built: a failed export is retried on the next call
 
     def _device(self) -> str:
@@ -107,6 +108,6 @@ class ReferenceModule(torch.nn.Module):
 
     def _fall_back(self, error: Exception, args, kwargs):
         warnings.warn(f"reference pipeline falls back to eager PyTorch: {error}", RuntimeWarning, stacklevel=3)
-        self._observations.fallbacks += 1
+        self._counters.fallbacks += 1
         self._fallen_back = True
         return self.module(*args, **kwargs)

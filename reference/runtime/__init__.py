@@ -1,4 +1,4 @@
-"""Stage 7 (DESIGN.md): onnxruntime sessions and the autograd bridge between them and torch."""
+"""The runtime stage (docs/architecture.md): onnxruntime sessions and the autograd bridge between them and torch."""
 from reference.runtime.bridge import OrtGraphFunction, TrainingRunner
 from reference.runtime.session import Session
 

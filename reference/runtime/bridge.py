@@ -28,16 +28,11 @@ class TrainingRunner:
         self._graph_inputs = list(graph_inputs)
         self._feed_order = [self._graph_inputs.index(name) for name in self.forward_session.input_names]
         self._num_outputs = len(self.forward_session.output_names) - len(graphs.stashed)
-        self._needed_inputs = [self._graph_inputs.index(name) for name in graphs.forward_inputs_needed]
         self._grad_slots = {name: graphs.input_grads.get(name) for name in self._graph_inputs}
         outputs = graphs.forward.graph.output[: self._num_outputs]
         # backward takes one gradient per float output, in output order
         self._float_outputs = [i for i, value in enumerate(outputs) if value.type.tensor_type.elem_type in _FLOAT_TYPES]
         self._backward_feed = self._backward_layout(graphs) if self.backward_session else []
-
-    @property
-    def num_sessions(self) -> int:
-        return 1 + (self.backward_session is not None)
 
     def _backward_layout(self, graphs: GradientGraphs) -> list[tuple[str, int]]:
         """For each backward input: ('grad', k), ('input', i) or ('stash', j)."""

@@ -3,7 +3,8 @@
 The export bakes in what the trace saw: the input schema (structure, constants, dtypes, ranks),
 train/eval mode (dropout, ``if self.training``), device and the module's Python attributes. The
 gradient graph depends on which graph inputs need gradients. Sessions follow from either.
-Checking in this order makes the reason name the most expensive change.
+Checking in this order makes the reason name the change the user made (a device move changes the
+inputs' schema too).
 
 Graphs are cached per mode, like ORTModule's training and inference managers: returning to a mode
 whose graph is still valid reuses it, so alternating train/eval (validation every N steps) costs
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from reference.io import Schema
+from reference.nested_io import Schema
 
 # The fixed vocabulary of reasons (``Transition.reason``).
 FIRST_FORWARD = "first forward"
@@ -57,7 +58,8 @@ class Transition:
 
 
 REUSE = Transition(False, False, REUSED)
-_EXPORT_CHECKS = (("schema", SCHEMA_CHANGED), ("training", MODE_CHANGED), ("device", DEVICE_CHANGED),
+# A device move changes the inputs' device too: naming the device is the more useful reason.
+_EXPORT_CHECKS = (("device", DEVICE_CHANGED), ("schema", SCHEMA_CHANGED), ("training", MODE_CHANGED),
                   ("module_version", MODULE_CHANGED))
 
 

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from ortcheck import impls
-from ortcheck.convergence import cases, gate, runner
+from ortcheck.checks import FACTOR
+from ortcheck.convergence import cases, gate, runner, workflow
 from ortcheck.convergence.curves import CaseRun, Curve
 from ortcheck.convergence.tolerance import FP32_STEPS, CurveTolerance, StepTolerance, Window
 from ortcheck.impls.base import Observations
@@ -25,12 +26,18 @@ def curve(loss, seed=0, fallback_steps=()):
 LOSS = [1.0 - 0.01 * i for i in range(40)]
 
 
+def parity(case, **changes):
+    """The same-job parity the suite applies (float64 oracle per step; band for dropout)."""
+    return workflow.parity(case, runner.run_all(case, EAGER, **changes))
+
+
 @pytest.mark.parametrize("name", ["mlp", "bloom_lm", "dropout"])
 def test_a_learning_rate_one_percent_off_fails_the_gate(name):
     case = cases.get(name)
-    expected, actual = runner.run_pair(case, EAGER, training=dataclasses.replace(case.training, lr=case.training.lr * 1.01))
-    result = gate.compare(expected, actual, case.tolerance)
+    result = parity(case, training=dataclasses.replace(case.training, lr=case.training.lr * 1.01))
     assert not result.ok
+    if name != "dropout":
+        assert result.oracle_ratio > 100 * FACTOR, result.summary()  # far outside, not marginally
 
 
 @pytest.mark.parametrize("p", [0.0, 0.5])
@@ -41,7 +48,7 @@ def test_dropout_at_the_wrong_rate_fails_the_band(p):
                 module.p = p
 
     case = cases.get("dropout")
-    result = gate.compare(*runner.run_pair(case, EAGER, perturb=set_rate), case.tolerance)
+    result = parity(case, perturb=set_rate)
     assert not result.ok and "standard errors" in result.message()
     assert abs(result.band_z) > 4 and "standard errors from eager" in result.summary()
 
@@ -56,13 +63,15 @@ def test_one_ulp_on_one_weight_stays_inside_the_tolerance(name):
             weight.view(-1)[0] = torch.nextafter(weight.view(-1)[0], torch.tensor(float("inf")))
 
     case = cases.get(name)
-    assert gate.compare(*runner.run_pair(case, EAGER, perturb=nudge), case.tolerance).ok
+    assert parity(case, perturb=nudge).ok
+    assert gate.compare(*runner.run_pair(case, EAGER, perturb=nudge), case.tolerance).ok  # the golden windows too
 
 
 def test_eager_against_itself_is_exact():
     case = cases.get("mlp")
-    result = gate.compare(*runner.run_pair(case, EAGER), case.tolerance)
-    assert result.ok and result.max_relative("loss") == 0.0
+    result = parity(case)
+    assert result.ok and result.oracle_ratio <= 1.0
+    assert gate.compare(*runner.run_pair(case, EAGER), case.tolerance).max_relative("loss") == 0.0
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])

@@ -1,11 +1,17 @@
 """Deliberately broken implementations: each suite must catch the defect it is about."""
+import contextlib
+import dataclasses
+import os
+import signal
+import time
+
 import torch
 
 from ortcheck.impls import Options
 from ortcheck.impls.eager import EagerImpl
 from ortcheck.impls.reference import ReferenceImpl
-from reference.io import flatten, unflatten
-from reference.transitions import Graphs
+from reference.nested_io import flatten, unflatten
+from reference.transitions import Graphs, decide
 
 
 class ClonesTensors(EagerImpl):
@@ -78,3 +84,81 @@ class ReexportsOnNewSizes(ReferenceImpl):
 
         wrapped.__dict__["_prepare"] = prepare_by_sizes  # instance attribute, past the pass-through __setattr__
         return wrapped
+
+
+@dataclasses.dataclass(frozen=True)
+class _OneSlot(Graphs):
+    """Both modes share the train slot: every train/eval switch looks like a mode change."""
+
+    def built_for(self, training):
+        return self.train
+
+    def step(self, current, grad_enabled=True):
+        transition = decide(self.train, current, grad_enabled)
+        return transition, (dataclasses.replace(self, train=current) if transition.new_sessions else self)
+
+
+class OneGraphSlot(ReferenceImpl):
+    """Keeps one graph for both modes, so alternating train/eval re-exports on every switch. Outputs and
+    gradients stay right: only a contract that does not ask the reference can tell."""
+    name = "one_graph_slot"
+
+    def wrap(self, module, options=Options()):
+        wrapped = super().wrap(module, options)
+        wrapped.__dict__["_graphs"] = _OneSlot()
+        return wrapped
+
+
+def _where_x_to_the_wrong_branch(ctx, node):
+    """Where's rule sending X's gradient where the condition fails (Y's is right)."""
+    from reference.autodiff.broadcast import reduce_to_input
+
+    condition, zero = ctx.forward(node.input(0)), ctx.scalar(0, like=node.output(0))
+    branches = {1: ctx.op("Where", condition, zero, node.grad()), 2: ctx.op("Where", condition, zero, node.grad())}
+    return {i: reduce_to_input(ctx, node, i, grad) for i, grad in branches.items() if node.wants(i)}
+
+
+@contextlib.contextmanager
+def _rule_replaced(op_type, rule):
+    from reference.autodiff import registry
+
+    key = ("", op_type)
+    saved = registry._RULES[key]
+    registry._RULES[key] = [(1, rule)]
+    try:
+        yield
+    finally:
+        registry._RULES[key] = saved
+
+
+class WhereGradToWrongBranch(ReferenceImpl):
+    """The reference with a Where gradient rule that sends X's gradient to the wrong branch. Generated
+    models only need the gradient of masked_fill's input (Y), so only the op-level suite can tell."""
+    name = "where_wrong_branch"
+
+    def wrap(self, module, options=Options()):
+        wrapped = super().wrap(module, options)
+        forward = wrapped.forward
+
+        def forward_with_the_wrong_rule(*args, **kwargs):
+            with _rule_replaced("Where", _where_x_to_the_wrong_branch):
+                return forward(*args, **kwargs)
+
+        wrapped.__dict__["forward"] = forward_with_the_wrong_rule
+        return wrapped
+
+
+class Segfaults(EagerImpl):
+    """Dies inside wrap, as native code can: the run must report the property and go on."""
+    name = "segfaults"
+
+    def wrap(self, module, options=Options()):
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+
+class Hangs(EagerImpl):
+    """Never returns from wrap, as a deadlocked session would: the time bound must end it."""
+    name = "hangs"
+
+    def wrap(self, module, options=Options()):
+        time.sleep(3600)

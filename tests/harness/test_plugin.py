@@ -8,7 +8,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOneUlp", "GradientsOffByOnePermille",
-           "ReexportsOnNewSizes"]
+           "ReexportsOnNewSizes", "OneGraphSlot", "WhereGradToWrongBranch", "Segfaults", "Hangs"]
 
 
 @pytest.fixture
@@ -40,10 +40,19 @@ def run(project, *args):
     ("drifting", "suites/test_io_through_module.py", "test_nested_io_through_module[drifting-core]"),
     ("grad_scaled", "suites/test_grad_parity.py", "test_outputs_loss_and_gradients_match_eager"),
     ("grad_scaled", "suites/test_grad_parity.py", "test_bloom_lm_trains_20_steps_like_eager"),
+    ("where_wrong_branch", "suites/test_op_grads.py", "test_op_outputs_and_input_gradients_match_eager[where_wrong_branch-where-float32-regular]"),
 ])
 def test_each_mutant_is_caught_by_its_property(project, impl_name, suite, test):
     result = run(project, f"{suite}::{test}", "--impl", impl_name)
     result.assert_outcomes(failed=1)
+
+
+def test_a_wrong_where_rule_only_the_op_suite_sees(project):
+    """Layer stacks use Where only as masked_fill (its Y branch): they pass; the op suite's where fails."""
+    stacks = run(project, "suites/test_grad_parity.py::test_outputs_loss_and_gradients_match_eager",
+                 "suites/test_op_grads.py::test_op_outputs_and_input_gradients_match_eager[where_wrong_branch-masked_fill-float32-regular]",
+                 "--impl", "where_wrong_branch")
+    stacks.assert_outcomes(passed=2)
 
 
 def test_a_transition_failure_shrinks_to_a_replayable_script(project):
@@ -60,19 +69,26 @@ def test_a_transition_failure_shrinks_to_a_replayable_script(project):
     ])
 
 
+def test_a_reference_with_one_graph_slot_fails_the_independent_contract(project):
+    """Re-exporting on every train/eval switch: the contract, which shares nothing with reference, says no."""
+    result = run(project, "suites/test_transitions.py::test_transitions[one_graph_slot-modes]",
+                 "--impl", "one_graph_slot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*exports: observed *, the transition contract predicts *"])
+
+
 def test_a_wrong_prediction_fails_the_counter_check():
     """The check compares, not echoes: a contract that ignores schema changes disagrees with reference."""
     from ortcheck import impls
     from ortcheck.impls import Options
-    from ortcheck.strategies.transitions import Forward, Prediction, Scenario
-    from reference.transitions import Graphs
+    from ortcheck.stateful import Contract, Forward, Scenario
 
-    class IgnoresSchemas(Graphs):
-        def step(self, current, grad_enabled=True):
-            built = self.built_for(current.training)
-            return super().step(current if built is None else dataclasses.replace(current, schema=built.schema), grad_enabled)
+    class IgnoresSchemas(Contract):
+        def _decide(self, call):
+            built = self.built.get(call.training)
+            return super()._decide(call if built is None else dataclasses.replace(call, signature=built.signature))
 
-    scenario = Scenario(impls.get("reference"), Options(), Prediction(IgnoresSchemas()))
+    scenario = Scenario(impls.get("reference"), Options(), IgnoresSchemas())
     scenario.apply(Forward())
     with pytest.raises(AssertionError, match="exports: observed 2, the transition contract predicts 1"):
         scenario.apply(Forward(rank=3))
@@ -175,3 +191,32 @@ def test_the_large_convergence_case_runs_only_nightly(project):
     result = run(project, "suites/test_convergence.py", "-k", "large", "--impl", "eager", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*nightly test: run with --nightly*"])
+
+
+def test_a_crash_and_a_hang_each_fail_one_property_and_the_run_goes_on(project):
+    result = run(project, "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct",
+                 "--impl", "segfaults,hangs,eager", "-n", "2", "--impl-timeout", "10")
+    result.assert_outcomes(passed=1, failed=2)
+    output = result.stdout.str() + result.stderr.str()
+    assert "crashed while running 'suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct[segfaults]'" in output
+    assert "crashed while running 'suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct[hangs]'" in output
+    # ``hangs`` sleeps an hour in wrap: that the run finished at all is the time bound at work.
+
+
+def test_a_crash_the_manifest_expects_is_an_expected_failure(project):
+    _manifest(project, "Segfaults", """
+        [[finding]]
+        test = "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct[[]segfaults]"
+        reason = "dies in wrap"
+        reproduction = "impls.get('segfaults').wrap(module)"
+    """)
+    result = run(project, "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct",
+                 "--impl", "segfaults", "-n", "1", "-rx")
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(["*dies in wrap (the worker crashed)*"])
+
+
+def test_a_negative_time_bound_is_a_usage_error(project):
+    result = run(project, "suites/test_io_roundtrip.py", "--impl-timeout", "-1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--impl-timeout must be >= 0 seconds*"])

@@ -5,9 +5,10 @@ from ortcheck.report import ConformanceMatrix, ResultCollector
 
 
 def report(nodeid, impl, when="call", outcome="passed", **extra):
-    return SimpleNamespace(nodeid=nodeid, when=when, outcome=outcome, passed=outcome == "passed",
-                           skipped=outcome == "skipped", failed=outcome == "failed",
-                           user_properties=[("ortcheck_impl", impl)], longrepr=None, longreprtext="boom\nAssertionError: x", **extra)
+    fields = dict(nodeid=nodeid, when=when, outcome=outcome, passed=outcome == "passed", skipped=outcome == "skipped",
+                  failed=outcome == "failed", user_properties=[("ortcheck_impl", impl)], longrepr=None,
+                  longreprtext="boom\nAssertionError: x")
+    return SimpleNamespace(**{**fields, **extra})
 
 
 def collect(*reports):
@@ -45,3 +46,30 @@ def test_strict_xpass_is_a_failure():
 
 def test_an_empty_run_is_not_ok():
     assert not collect().ok
+
+
+def _skipped(nodeid, impl, reason):
+    return report(nodeid, impl, when="setup", outcome="skipped", longrepr=("file", 1, f"Skipped: {reason}"))
+
+
+def test_properties_that_do_not_apply_show_once_per_family_as_na():
+    outcomes = [_skipped(f"suites/t.py::test_fast[reference-{family}]", "reference", "n/a: reference lacks capability x")
+                for family in ("sizes", "modes", "mixed")]
+    outcomes += [_skipped("suites/t.py::test_gpu[reference]", "reference", "gpu test: run with --device cuda"),
+                 report("suites/t.py::test_fast[eager-sizes]", "eager")]
+    collector = ResultCollector()
+    for r in outcomes:
+        collector.pytest_runtest_logreport(r)
+    matrix = ConformanceMatrix.from_outcomes_by_family(collector.outcomes)
+    rows = {row[0]: row[1:] for row in matrix.rows()}
+    assert rows["suites/t.py::test_fast[*]"] == ["-", "n/a"]
+    assert rows["suites/t.py::test_gpu"] == ["-", "skip"]  # could run elsewhere: stays a skip
+    assert rows["suites/t.py::test_fast[sizes]"] == ["pass", "-"]
+    assert "n/a reference suites/t.py::test_fast[*]: reference lacks capability x" in matrix.notes()
+    assert matrix.ok
+
+
+def test_a_crashed_worker_report_is_attributed_to_its_implementation():
+    crashed = report("suites/t.py::test_a[reference-core]", None, outcome="failed", user_properties=[])
+    matrix = collect(crashed)
+    assert matrix.rows() == [["suites/t.py::test_a[core]", "FAIL"]] and matrix.impls == ["reference"]

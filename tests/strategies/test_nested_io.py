@@ -5,7 +5,7 @@ import pytest
 import torch
 from hypothesis import find, given, settings
 
-from ortcheck.checks.structure import children, leaves
+from ortcheck.nested import children, leaves
 from ortcheck.strategies import ALL_DTYPES, containers_of, deep_chain, leaves as leaf_strategy, nested_structures, tensors
 from ortcheck.strategies.containers import FrozenRecord, ModelOutputLike, Pair, Record, Triple
 

@@ -44,5 +44,5 @@ def lm_case(name: str, config: BloomConfig, batch: int, training: TrainingConfig
     )
 
 
-CASE = lm_case("bloom_lm", CONFIG, BATCH, TrainingConfig(steps=40, batch_size=BATCH, optimizer="adamw", lr=1e-2,
+CASE = lm_case("bloom_lm", CONFIG, BATCH, TrainingConfig(steps=40, optimizer="adamw", lr=1e-2,
                                                          warmup_steps=4), nightly_steps=400)

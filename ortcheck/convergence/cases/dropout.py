@@ -35,7 +35,7 @@ CASE = Case(
     build=build,
     batches=batches,
     loss=nn.functional.mse_loss,
-    training=TrainingConfig(steps=60, batch_size=mlp.BATCH, optimizer="sgd", lr=0.05, schedule="constant",
+    training=TrainingConfig(steps=60, optimizer="sgd", lr=0.05, schedule="constant",
                             seeds=SEEDS),
     tolerance=BandTolerance(final_window=15, z=4.0),
     nightly_steps=300,

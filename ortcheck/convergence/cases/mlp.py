@@ -32,7 +32,7 @@ CASE = Case(
     build=build,
     batches=batches,
     loss=nn.functional.mse_loss,
-    training=TrainingConfig(steps=60, batch_size=BATCH, optimizer="adamw", lr=3e-3, warmup_steps=5),
+    training=TrainingConfig(steps=60, optimizer="adamw", lr=3e-3, warmup_steps=5),
     tolerance=FP32_PARITY,
     nightly_steps=600,
 )

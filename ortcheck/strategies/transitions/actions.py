@@ -20,11 +20,14 @@ class _ReadableRepr:
 @dataclasses.dataclass(frozen=True, repr=False)
 class Forward(_ReadableRepr):
     """A forward call. ``sizes='other'`` moves to the next batch sizes; a non-None field changes that
-    input from now on (structure: rank, dtype, with_y; Python values: flag, reduction, repeats)."""
+    input from now on (structure: rank, dtype, with_y; Python values: flag, reduction, repeats).
+    ``seed`` picks the input values (and the cotangent of a following ``Step``): carried by the
+    action, not by its position, so shrinking can drop other actions without changing the data."""
 
     _omit_defaults = True
 
     sizes: str = "same"      # "same" | "other"
+    seed: int = 0
     no_grad: bool = False    # run under torch.no_grad()
     rank: int | None = None  # of x: 2 or 3
     dtype: str | None = None  # of x: "float32" | "float16"
@@ -40,7 +43,7 @@ class Forward(_ReadableRepr):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class Step(_ReadableRepr):
-    """Backward from the last forward's outputs, then one SGD step."""
+    """Backward from the last forward's outputs (cotangent seeded by that forward), then one SGD step."""
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

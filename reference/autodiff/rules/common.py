@@ -20,8 +20,9 @@ def unary(derivative: Callable[[GradientContext, GradNode], str]) -> Rule:
 
 
 def reshape_to_input(ctx: GradientContext, node: GradNode) -> dict[int, str]:
-    """Gradient of any op that only rearranges metadata: reshape dy back to the input's shape."""
-    return {0: ctx.op("Reshape", node.grad(), ctx.shape(node.input(0)))}
+    """Gradient of any op that only rearranges metadata: reshape dy back to the input's shape
+    (``allowzero``: a zero-size dimension is a size, not "copy this dimension")."""
+    return {0: ctx.op("Reshape", node.grad(), ctx.shape(node.input(0)), allowzero=1)}
 
 
 def axes_input(ctx: GradientContext, node: GradNode, index: int = 1) -> str | None:
@@ -38,9 +39,10 @@ def log_softmax_backward(ctx: GradientContext, grad: str, log_probs: str, axis: 
     return ctx.sub(grad, ctx.mul(ctx.op("Exp", log_probs), total))
 
 
-def normalized_axis(ctx: GradientContext, node: GradNode, default: int, value: str | None = None) -> int:
-    """The node's ``axis`` attribute made non-negative against the rank of ``value`` (default: input 0)."""
-    return node.attr("axis", default) % ctx.rank(value or node.input(0))
+def normalized_axis(ctx: GradientContext, node: GradNode, value: str | None = None) -> int:
+    """The node's ``axis`` attribute (or its schema default) made non-negative against the rank of
+    ``value`` (default: input 0)."""
+    return node.attr("axis") % ctx.rank(value or node.input(0))
 
 
 def inverse_permutation(perm: list[int]) -> list[int]:
@@ -58,8 +60,8 @@ def reduced_axes(ctx: GradientContext, node: GradNode) -> str | None:
 def expand_to_input(ctx: GradientContext, node: GradNode, grad: str) -> str:
     """Undo a Reduce*: reinsert the axes keepdims=0 dropped, then broadcast over the input's shape."""
     axes = reduced_axes(ctx, node)
-    if axes is None and node.attr("noop_with_empty_axes", 0):
+    if axes is None and node.attr("noop_with_empty_axes"):
         return grad
-    if axes is not None and not node.attr("keepdims", 1):
+    if axes is not None and not node.attr("keepdims"):
         grad = ctx.op("Unsqueeze", grad, axes)
     return ctx.op("Expand", grad, ctx.shape(node.input(0)))

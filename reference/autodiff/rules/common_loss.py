@@ -29,7 +29,7 @@ def loss_terms(ctx: GradientContext, node: GradNode) -> tuple[str, str]:
     elif keep is not None:
         weights = ctx.op("Cast", keep, to=score_type)
 
-    factor, reduction = node.grad(0), node.attr("reduction", "mean")
+    factor, reduction = node.grad(0), node.attr("reduction")
     if reduction == "mean":
         if weights is None:
             total = ctx.op("Cast", ctx.op("Size", labels), to=score_type)

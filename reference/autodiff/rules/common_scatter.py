@@ -9,7 +9,7 @@ from reference.autodiff.grad_node import GradNode
 def scatter_grads(ctx: GradientContext, node: GradNode, gather_op: str, **attrs) -> dict[int, str]:
     """updates receive dy gathered at the indices; data receives dy, minus the overwritten positions
     when reduction is "none" (for "add" the data flows through unchanged)."""
-    reduction = node.attr("reduction", "none")
+    reduction = node.attr("reduction")
     if reduction not in ("none", "add"):
         raise UnsupportedOpError(f"{node.op_type}(reduction={reduction})", node.name, [f"{node.op_type}(none, add)"])
     grad, grads = node.grad(), {}

@@ -7,7 +7,7 @@ def concat_grad(ctx, node):
     """Split dy back into the inputs' sizes along the axis (sizes read at run time)."""
     if node.num_inputs == 1:
         return {0: node.grad()}
-    axis = normalized_axis(ctx, node, 0, node.output(0))
+    axis = normalized_axis(ctx, node, node.output(0))
     inputs = [node.input(i) for i in range(node.num_inputs)]
     sizes = ctx.op("Concat", *[ctx.dim_size(name, axis) for name in inputs], axis=0)
     parts = ctx.emit("Split", [node.grad(), sizes], num_outputs=len(inputs), axis=axis)

@@ -10,7 +10,7 @@ def gather_grad(ctx, node):
     """
     data, indices = node.input(0), node.input(1)
     rank, index_rank = ctx.rank(data), ctx.rank(indices)
-    axis = node.attr("axis", 0) % rank
+    axis = node.attr("axis") % rank
     positions = ctx.op("Unsqueeze", ctx.forward(indices), ctx.ints([-1]))
     grad, shape = node.grad(), ctx.shape(data)
     if axis:

@@ -7,6 +7,6 @@ def gather_elements_grad(ctx, node):
     data = node.input(0)
     scattered = ctx.op(
         "ScatterElements", ctx.zeros_like(data), ctx.forward(node.input(1)), node.grad(),
-        axis=node.attr("axis", 0), reduction="add",
+        axis=node.attr("axis"), reduction="add",
     )
     return {0: scattered}

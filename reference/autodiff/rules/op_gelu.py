@@ -19,7 +19,7 @@ def gelu_derivative(ctx, node):
         return ctx.scalar(value, like=name)
 
     x2 = ctx.mul(x, x)
-    if node.attr("approximate", "none") == "tanh":
+    if node.attr("approximate") == "tanh":
         t = ctx.op("Tanh", ctx.mul(ctx.mul(x, ctx.add(ctx.mul(x2, c(_TANH_K1)), c(1))), c(_TANH_K0)))
         left = ctx.add(ctx.mul(t, c(0.5)), c(0.5))
         one_minus_t2 = ctx.sub(c(1), ctx.mul(t, t))

@@ -6,8 +6,8 @@ from reference.autodiff.registry import gradient_rule
 def gemm_grad(ctx, node):
     """Y = alpha·op(A)·op(B) + beta·C. Each operand's gradient is one Gemm whose trans flags absorb
     op(): dA = alpha·dY·op(B)ᵀ (transposed if transA), dB = alpha·op(A)ᵀ·dY (transposed if transB)."""
-    alpha, beta = node.attr("alpha", 1.0), node.attr("beta", 1.0)
-    trans_a, trans_b = node.attr("transA", 0), node.attr("transB", 0)
+    alpha, beta = node.attr("alpha"), node.attr("beta")
+    trans_a, trans_b = node.attr("transA"), node.attr("transB")
     grad, grads = node.grad(), {}
     if node.wants(0):
         b = ctx.forward(node.input(1))

@@ -22,7 +22,7 @@ def layer_norm_grad(ctx, node):
         grads[1] = reduce_to_shape(ctx, ctx.mul(grad, x_hat), dims_y, node.input(1))
     if node.wants(0):
         rank = ctx.rank(x)
-        axes = ctx.ints(range(node.attr("axis", -1) % rank, rank))
+        axes = ctx.ints(range(node.attr("axis") % rank, rank))
         g = ctx.mul(grad, ctx.forward(node.input(1)))
         mean_g = ctx.op("ReduceMean", g, axes, keepdims=1)
         mean_g_x_hat = ctx.op("ReduceMean", ctx.mul(g, x_hat), axes, keepdims=1)
@@ -33,4 +33,4 @@ def layer_norm_grad(ctx, node):
 def _in_type_of(ctx, node, x: str, statistic: str) -> str:
     """Mean/inv_std come in stash_type (float by default); bring them to x's type."""
     x_type = ctx.elem_type(x)
-    return statistic if node.attr("stash_type", 1) == x_type else ctx.op("Cast", statistic, to=x_type)
+    return statistic if node.attr("stash_type") == x_type else ctx.op("Cast", statistic, to=x_type)

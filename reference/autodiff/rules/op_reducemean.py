@@ -30,7 +30,7 @@ def _static_count(ctx, node) -> int | None:
     else:
         axes = node.attr("axes")
     if not axes:
-        if node.attr("noop_with_empty_axes", 0):
+        if node.attr("noop_with_empty_axes"):
             return 1
         axes = range(len(dims))
     sizes = [dims[a] for a in axes] if dims else [None]

@@ -46,10 +46,10 @@ def _scatter_back(ctx, node) -> str:
         "Range", ctx.constant(np.array(0, np.int64)), ctx.op("Squeeze", count), ctx.constant(np.array(1, np.int64))
     )
     slice_args = [ctx.forward(node.input(i)) if node.input(i) else "" for i in range(1, node.num_inputs)]
-    picked = ctx.op("Slice", ctx.op("Reshape", flat, shape), *slice_args)
+    picked = ctx.op("Slice", ctx.op("Reshape", flat, shape, allowzero=1), *slice_args)
     flat_shape = ctx.ints([-1])
     scattered = ctx.op(
         "ScatterElements", ctx.zeros(count, like=x), ctx.op("Reshape", picked, flat_shape),
         ctx.op("Reshape", node.grad(), flat_shape), axis=0,
     )
-    return ctx.op("Reshape", scattered, shape)
+    return ctx.op("Reshape", scattered, shape, allowzero=1)

@@ -5,6 +5,6 @@ from reference.autodiff.rules.common import normalized_axis
 @gradient_rule("Split")
 def split_grad(ctx, node):
     """Concatenate the outputs' gradients, zeros for outputs that received none."""
-    axis = normalized_axis(ctx, node, 0)
+    axis = normalized_axis(ctx, node)
     parts = [node.grad(i) or ctx.zeros_like(node.output(i)) for i in range(node.num_outputs)]
     return {0: ctx.op("Concat", *parts, axis=axis)}

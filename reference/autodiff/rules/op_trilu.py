@@ -5,4 +5,4 @@ from reference.autodiff.registry import gradient_rule
 def trilu_grad(ctx, node):
     """The same triangle of dy is kept."""
     inputs = [node.grad()] + ([ctx.forward(node.input(1))] if node.input(1) else [])
-    return {0: ctx.op("Trilu", *inputs, upper=node.attr("upper", 1))}
+    return {0: ctx.op("Trilu", *inputs, upper=node.attr("upper"))}

@@ -1,12 +1,12 @@
 """The export stage: parameters as inputs, dynamic axes, mode handling, clean-ups."""
 import torch
 
-from reference import io
+from reference import nested_io
 from reference.export import export_module
 
 
 def _export(module, *args, training=True):
-    tensors, schema = io.flatten((args, {}))
+    tensors, schema = nested_io.flatten((args, {}))
     return export_module(module, tensors, schema, training=training)
 
 

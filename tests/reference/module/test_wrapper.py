@@ -5,13 +5,13 @@ import warnings
 import pytest
 import torch
 
-from ortcheck.impls import Options
+from reference import Options
 from reference.autodiff import UnsupportedOpError
 from reference.module import ReferenceModule
 
 
-class WithCumsum(torch.nn.Module):
-    """CumSum has no gradient rule: the gradient build must fail and name it."""
+class WithSin(torch.nn.Module):
+    """Sin has no gradient rule: the gradient build must fail and name it."""
 
     def __init__(self):
         super().__init__()
@@ -19,7 +19,7 @@ class WithCumsum(torch.nn.Module):
         self.note = "kept"
 
     def forward(self, x):
-        return torch.cumsum(self.linear(x), dim=-1)
+        return torch.sin(self.linear(x))
 
 
 def mlp():
@@ -28,7 +28,7 @@ def mlp():
 
 
 def test_state_dict_parameters_and_attributes_pass_through():
-    module = WithCumsum()
+    module = WithSin()
     wrapped = ReferenceModule(module)
     assert list(wrapped.state_dict()) == list(module.state_dict())
     assert [n for n, _ in wrapped.named_parameters()] == [n for n, _ in module.named_parameters()]
@@ -46,28 +46,28 @@ def test_eval_mode_reexports_without_dropout_and_matches_eager():
     wrapped.eval()
     module.eval()
     torch.testing.assert_close(wrapped(x), module(x))
-    observed = wrapped.observations()
+    observed = wrapped.counters()
     assert (observed.exports, observed.last_reason) == (2, "train/eval mode changed")
     assert not wrapped.module.training
 
 
 def test_unsupported_op_raises_naming_op_and_node_when_fallback_disabled():
-    wrapped = ReferenceModule(WithCumsum(), Options(fallback="disable"))
-    with pytest.raises(UnsupportedOpError, match=r"CumSum.*node"):
+    wrapped = ReferenceModule(WithSin(), Options(fallback="disable"))
+    with pytest.raises(UnsupportedOpError, match=r"Sin.*node"):
         wrapped(torch.randn(2, 3, requires_grad=True))
 
 
 def test_auto_fallback_warns_counts_and_matches_eager():
-    module = WithCumsum()
+    module = WithSin()
     wrapped = ReferenceModule(copy.deepcopy(module), Options(fallback="auto"))
     x = torch.randn(2, 3, requires_grad=True)
-    with pytest.warns(RuntimeWarning, match="falls back to eager.*CumSum"):
+    with pytest.warns(RuntimeWarning, match="falls back to eager.*Sin"):
         out = wrapped(x)
     torch.testing.assert_close(out, module(x))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # warned once, then stays in eager quietly
         wrapped(x)
-    assert wrapped.observations().fallbacks == 1
+    assert wrapped.counters().fallbacks == 1
 
 
 def test_unknown_fallback_policy_is_rejected():

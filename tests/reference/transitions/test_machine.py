@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 import torch
 
-from reference.io import flatten
+from reference.nested_io import flatten
 from reference.transitions import REASONS, GraphState, Graphs, Transition, decide
 from reference.transitions.machine import (FIRST_FORWARD, MODE_CHANGED, MODULE_CHANGED, REUSE, REUSED, SCHEMA_CHANGED,
                                            TRAINABLE_CHANGED)

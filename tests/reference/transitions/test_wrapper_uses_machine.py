@@ -19,7 +19,7 @@ class Scaled(torch.nn.Module):
 
 
 def counters(wrapped):
-    observed = wrapped.observations()
+    observed = wrapped.counters()
     return observed.exports, observed.gradient_builds, observed.sessions, observed.last_reason
 
 

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 import torch
 
-from reference.io import Constant, TensorSpec, flatten, unflatten
+from reference.nested_io import Constant, TensorSpec, flatten, unflatten
 
 
 class CustomDict(dict):

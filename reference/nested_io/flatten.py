@@ -6,8 +6,8 @@ from typing import Any, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from reference.io.containers import register_if_container
-from reference.io.schema import Constant, Schema, TensorSpec
+from reference.nested_io.containers import register_if_container
+from reference.nested_io.schema import Constant, Schema, TensorSpec
 
 
 def flatten(data: Any) -> tuple[list[torch.Tensor], Schema]:

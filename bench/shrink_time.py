@@ -1,0 +1,67 @@
+"""How long a failing transition sequence takes to shrink to its minimal reproduction.
+
+Runs the transition suite's state machine (drawn sequences only, no canonical examples) against
+deliberately broken implementations from tests/harness/mutants.py, under random seeds, and prints
+per run (each with a fresh random seed) the seconds until hypothesis reported the shrunk sequence
+and that sequence's length.
+Target (docs/architecture.md, "Determinism"): under 60 s on 2 cores.
+
+    python bench/shrink_time.py [--mutant reexports_on_new_sizes] [--family mixed] [--seeds 3]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import torch
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ortcheck.impls import Options  # noqa: E402
+from tests.harness import mutants  # noqa: E402
+
+MUTANTS = {cls.name: cls for cls in (mutants.ReexportsOnNewSizes, mutants.OneGraphSlot)}
+
+
+def _suite():
+    spec = importlib.util.spec_from_file_location("transition_suite", REPO / "suites" / "test_transitions.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mutant", default="reexports_on_new_sizes", choices=sorted(MUTANTS))
+    parser.add_argument("--family", default="mixed")
+    parser.add_argument("--seeds", type=int, default=3)
+    args = parser.parse_args()
+    suite = _suite()
+    print(f"cpu capability {torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} torch threads")
+    worst = 0.0
+    for run in range(1, args.seeds + 1):
+        machine = suite.machine(MUTANTS[args.mutant](), Options(), args.family)
+        started = time.perf_counter()
+        try:
+            run_state_machine_as_test(machine, settings=settings(max_examples=100, stateful_step_count=suite.STEPS,
+                                                                 deadline=None, database=None, print_blob=False))
+            print(f"run {run}: no failure found")
+            continue
+        except BaseException as error:  # the shrunk failure
+            elapsed = time.perf_counter() - started
+            notes = "\n".join(getattr(error, "__notes__", []))
+        steps = sum(line.startswith("    ") and line.rstrip().endswith(",") for line in notes.splitlines())
+        worst = max(worst, elapsed)
+        print(f"run {run}: shrunk in {elapsed:.1f} s to a {steps}-action reproduction")
+    print(f"worst: {worst:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

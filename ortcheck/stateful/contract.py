@@ -1,0 +1,91 @@
+"""The transition contract as a specification: the counters a correct pipeline shows, predicted
+from what the user did alone.
+
+It shares no code with any implementation (``reference/`` included): the reference's transition
+machine is checked against it, never the other way round (docs/architecture.md, "Oracles"). The
+rules, per forward call:
+
+- a pipeline keeps one graph per mode (train/eval); the first forward in a mode exports it and
+  builds its gradient graph ("first forward", or "train/eval mode changed" when the other mode
+  already has one);
+- the graph of the call's mode is re-exported (and its gradient graph rebuilt) when the device, the
+  call's signature (input structure, dtypes, ranks, Python values; never sizes) or the module's
+  attributes (set through the wrapper) differ from what it was built for, checked in that order;
+- otherwise, with grad enabled, the gradient graph alone is rebuilt when the inputs requiring grad
+  or the trainable parameters differ; under ``torch.no_grad()`` nothing is rebuilt for them;
+- each export or gradient build creates one new set of sessions; nothing falls back to eager.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ortcheck.impls.base import Observations
+
+FIRST_FORWARD = "first forward"
+MODE_CHANGED = "train/eval mode changed"
+SCHEMA_CHANGED = "input schema changed"
+DEVICE_CHANGED = "device changed"
+MODULE_CHANGED = "module attribute changed"
+INPUTS_GRAD_CHANGED = "inputs requiring grad changed"
+TRAINABLE_CHANGED = "trainable parameters changed"
+REUSED = "reuse: nothing changed"
+REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED,
+           INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, REUSED)
+COUNTERS = ("exports", "gradient_builds", "sessions", "fallbacks")
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """What the user controls at one forward call that a correct pipeline's graphs depend on."""
+
+    signature: tuple
+    training: bool
+    device: str
+    attribute_sets: int
+    inputs_requiring_grad: tuple[bool, ...]
+    trainable: frozenset[str]
+    grad_enabled: bool = True
+
+
+class Contract:
+    """Steps the specification call by call and holds the counters it predicts."""
+
+    def __init__(self):
+        self.built: dict[bool, Call] = {}  # training -> what that mode's graphs were built for
+        self.observations = Observations(last_reason=None)
+
+    def forward(self, call: Call) -> None:
+        export, build, reason = self._decide(call)
+        if export or build:
+            self.built[call.training] = call
+        self.observations = dataclasses.replace(
+            self.observations,
+            exports=self.observations.exports + export,
+            gradient_builds=self.observations.gradient_builds + (export or build),
+            sessions=self.observations.sessions + (export or build),
+            last_reason=reason,
+        )
+
+    def _decide(self, call: Call) -> tuple[bool, bool, str]:
+        built = self.built.get(call.training)
+        if built is None:
+            return True, True, MODE_CHANGED if self.built else FIRST_FORWARD
+        for field, reason in (("device", DEVICE_CHANGED), ("signature", SCHEMA_CHANGED),
+                              ("attribute_sets", MODULE_CHANGED)):
+            if getattr(built, field) != getattr(call, field):
+                return True, True, reason
+        if call.grad_enabled:
+            if built.inputs_requiring_grad != call.inputs_requiring_grad:
+                return False, True, INPUTS_GRAD_CHANGED
+            if built.trainable != call.trainable:
+                return False, True, TRAINABLE_CHANGED
+        return False, False, REUSED
+
+    def mismatches(self, observed: Observations) -> list[str]:
+        """One line per observable counter that differs (None in ``observed``: not observable, skipped)."""
+        lines = []
+        for name in (*COUNTERS, "last_reason"):
+            seen, expected = getattr(observed, name), getattr(self.observations, name)
+            if seen is not None and seen != expected:
+                lines.append(f"{name}: observed {seen!r}, the transition contract predicts {expected!r}")
+        return lines

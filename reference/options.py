@@ -1,0 +1,39 @@
+"""What a user can ask of the reference pipeline, and what it counts while it works.
+
+The pipeline's own vocabulary, so it runs without the harness: ``ortcheck.impls.reference`` maps
+the harness's options onto these and the counters back (docs/architecture.md, "The contract").
+Options grow with the stages that implement them; nothing here is accepted and then ignored.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+FALLBACK_POLICIES = ("disable", "auto")
+DEVICES = ("cpu", "cuda")
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """``fallback="auto"``: an export or gradient-build failure warns, counts and runs eager PyTorch;
+    ``"disable"``: it raises. ``device``: where the module and the sessions live."""
+
+    fallback: str = "disable"
+    device: str = "cpu"
+
+    def __post_init__(self):
+        if self.fallback not in FALLBACK_POLICIES:
+            raise ValueError(f"unknown fallback policy {self.fallback!r}; valid: {', '.join(FALLBACK_POLICIES)}")
+        if self.device not in DEVICES:
+            raise ValueError(f"unknown device {self.device!r}; valid: {', '.join(DEVICES)}")
+
+
+@dataclasses.dataclass
+class Counters:
+    """How often the wrapper exported, built gradients and created sessions, fell back to eager,
+    and why it did what it did on the last forward (a reason from ``reference.transitions.REASONS``)."""
+
+    exports: int = 0
+    gradient_builds: int = 0
+    sessions: int = 0
+    fallbacks: int = 0
+    last_reason: str | None = None

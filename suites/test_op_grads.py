@@ -1,0 +1,79 @@
+"""Property: op by op, outputs and the gradient of every differentiable input equal eager's.
+
+An OpInfo for pipelines: the catalogue (``ortcheck.strategies.ops``) holds the torch ops
+transformer training uses; hypothesis draws shapes, attributes and which inputs require grad. Each
+case runs as a one-op module through the implementation, then backward from seeded cotangents;
+outputs and input gradients pass the float64 oracle. Unlike the layer stacks, every input of an op
+gets its gradient checked, so a rule that is right only the way models happen to use it
+(``masked_fill`` needs only one branch of ``Where``) still fails here. A pipeline that can't
+differentiate an op fails naming it.
+
+Parameters are (op, dtype, shape class): ``regular`` (ranks 1-4, no empty side), ``empty`` (a
+zero-size dimension) and ``scalar`` (0-d inputs), so every example of a parameter exercises what
+its id names. Cases a manifest entry lists as ``examples`` run first, so a recorded finding fails
+under any seed.
+"""
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
+from ortcheck.impls import Capability
+from ortcheck.strategies.ops import Input, OpCase, op_cases, parameters
+
+pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+
+
+class OneOp(torch.nn.Module):
+    """A module whose forward is one catalogue op on its inputs (attributes baked in)."""
+
+    def __init__(self, case):
+        super().__init__()
+        self.case = case
+
+    def forward(self, *inputs):
+        return self.case.call(*inputs)
+
+
+def _as_tuple(outputs):
+    return outputs if isinstance(outputs, tuple) else (outputs,)
+
+
+def check_case(impl, options, case: OpCase, seed: int) -> None:
+    """One case through ``impl`` and the oracle's runs: outputs, then every input gradient."""
+    modules = module_runs(OneOp(case), impl.wrap(OneOp(case), options), seed)
+    inputs = input_runs(case.make_inputs(seed, options.device), seed)
+    outputs = {run: _as_tuple(modules[run](*inputs[run])) for run in RUNS}
+    assert_matches_oracle(outputs, path=f"{case.op} outputs")
+    flags = [o.requires_grad for o in outputs["eager"]]
+    assert [o.requires_grad for o in outputs["actual"]] == flags, "outputs requiring grad differ from eager's"
+
+    generator = torch.Generator().manual_seed(seed)
+    differentiable = [i for i, needs in enumerate(flags) if needs]
+    cotangents = input_runs(tuple(torch.randn(outputs["eager"][i].shape, generator=generator, dtype=torch.float64)
+                                  for i in differentiable), seed + 1, options.device)
+    for run in RUNS:
+        chosen = [outputs[run][i] for i in differentiable]
+        torch.autograd.backward(chosen, [c.to(o.dtype) for c, o in zip(cotangents[run], chosen)])
+    assert_matches_oracle({run: tuple(t.grad for t in inputs[run]) for run in RUNS}, path=f"{case.op} input grads")
+
+
+def _examples() -> settings:
+    """3% of the profile's examples per parameter (ci: 3, nightly: 30), at least 3: there are ~200."""
+    return settings(max_examples=max(3, int(settings().max_examples * 0.03)))
+
+
+@pytest.mark.parametrize("op, dtype, shapes", [pytest.param(*p, id="-".join(p)) for p in parameters()])
+def test_op_outputs_and_input_gradients_match_eager(impl, options, op, dtype, shapes, manifest_examples):
+    for text in manifest_examples:
+        case = eval(text, {"OpCase": OpCase, "Input": Input})
+        if (case.op, case.dtype) == (op, dtype):
+            check_case(impl, options, case, seed=0)
+
+    @_examples()
+    @given(data=st.data(), seed=st.integers(0, 2**16))
+    def drawn(data, seed):
+        check_case(impl, options, data.draw(op_cases(op, dtype, shapes), label="case"), seed)
+
+    drawn()

@@ -1,0 +1,40 @@
+"""Tests of the ``reference`` adapter: options mapped or refused by name, counters mapped back."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from ortcheck import impls
+from ortcheck.impls import Observations, Options, UnsupportedOptionError
+
+IMPL = impls.get("reference")
+REASON = IMPL.unavailable_reason()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"reference unavailable: {REASON}")
+
+
+@pytest.mark.parametrize("options, named", [
+    (Options(memory_opt_level=1), "memory_opt_level=1"),
+    (Options(memory_opt_config=("Gelu+:1:-1",)), "memory_opt_config=('Gelu+:1:-1',)"),
+    (Options(mem_efficient_grad=True), "mem_efficient_grad=True"),
+    (Options(skip_checks=True), "skip_checks=True"),
+])
+def test_an_option_the_pipeline_does_not_implement_is_refused_by_name(options, named):
+    with pytest.raises(UnsupportedOptionError, match=re.escape(f"does not implement Options({named})")):
+        IMPL.wrap(torch.nn.Linear(2, 2), options)
+
+
+def test_mapped_options_reach_the_pipeline_and_counters_come_back():
+    wrapped = IMPL.wrap(torch.nn.Linear(2, 2), Options(fallback="auto"))
+    assert wrapped._options.fallback == "auto" and wrapped._options.device == "cpu"
+    wrapped(torch.randn(3, 2, requires_grad=True)).sum().backward()
+    assert IMPL.observe(wrapped) == Observations(exports=1, gradient_builds=1, sessions=1, fallbacks=0,
+                                                 last_reason="first forward")
+
+
+def test_harness_options_are_validated_on_construction():
+    with pytest.raises(ValueError, match="unknown device 'tpu'; valid: cpu, cuda"):
+        Options(device="tpu")
+    with pytest.raises(ValueError, match="memory_opt_level must be 0, 1 or 2"):
+        Options(memory_opt_level=3)
