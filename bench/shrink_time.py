@@ -6,7 +6,7 @@ per run (each with a fresh random seed) the seconds until hypothesis reported th
 and that sequence's length.
 Target (docs/architecture.md, "Determinism"): under 60 s on 2 cores.
 
-    python bench/shrink_time.py [--mutant reexports_on_new_sizes] [--family mixed] [--seeds 3]
+    python bench/shrink_time.py [--mutant reexports_on_new_sizes] [--family mixed] [--seeds 3] [--show]
 """
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def main() -> int:
     parser.add_argument("--mutant", default="reexports_on_new_sizes", choices=sorted(MUTANTS))
     parser.add_argument("--family", default="mixed")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--show", action="store_true", help="print each shrunk reproduction")
     args = parser.parse_args()
     suite = _suite()
     print(f"cpu capability {torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} torch threads")
@@ -49,16 +50,19 @@ def main() -> int:
         machine = suite.machine(MUTANTS[args.mutant](), Options(), args.family)
         started = time.perf_counter()
         try:
-            run_state_machine_as_test(machine, settings=settings(max_examples=100, stateful_step_count=suite.STEPS,
-                                                                 deadline=None, database=None, print_blob=False))
+            run_state_machine_as_test(machine, settings=settings(suite.sequences(args.family), max_examples=100,
+                                                                 deadline=None, database=None, derandomize=False))
             print(f"run {run}: no failure found")
             continue
         except BaseException as error:  # the shrunk failure
             elapsed = time.perf_counter() - started
             notes = "\n".join(getattr(error, "__notes__", []))
+            kind = type(error).__name__
         steps = sum(line.startswith("    ") and line.rstrip().endswith(",") for line in notes.splitlines())
         worst = max(worst, elapsed)
-        print(f"run {run}: shrunk in {elapsed:.1f} s to a {steps}-action reproduction")
+        print(f"run {run}: shrunk in {elapsed:.1f} s to a {steps}-action reproduction ({kind})")
+        if args.show:
+            print(notes)
     print(f"worst: {worst:.1f} s")
     return 0
 

@@ -18,7 +18,7 @@ inputs/parameters needing grad change (not under no_grad), one graph cached per 
 import dataclasses
 
 import pytest
-from hypothesis import note, settings
+from hypothesis import Phase, note, settings
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
 from ortcheck.impls import Capability
@@ -36,8 +36,12 @@ DEFAULT_SHARE = 0.2
 
 
 def sequences(family: str) -> settings:
+    """The family's share of examples. A failure shrinks to one reproduction and stops there: no
+    hunt for further distinct bugs, no explain phase (each replays costly exports), so shrinking
+    ends within a minute on 2 cores (bench/shrink_time.py)."""
     examples = max(10, int(settings().max_examples * SHARE.get(family, DEFAULT_SHARE)))
-    return settings(max_examples=examples, stateful_step_count=STEPS)
+    phases = [phase for phase in settings().phases if phase is not Phase.explain]
+    return settings(max_examples=examples, stateful_step_count=STEPS, report_multiple_bugs=False, phases=phases)
 
 
 def machine(impl, options, family):
