@@ -9,7 +9,7 @@ import copy
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ortcheck.checks import RUNS, assert_tensor_matches_oracle, input_runs, module_runs
@@ -20,6 +20,7 @@ pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 
 @given(offset=st.sampled_from([0.0, 1.0, 10.0, 100.0]), width=st.sampled_from([4, 16, 64]),
        spread=st.sampled_from([0.1, 1.0, 10.0]), seed=st.integers(0, 2**16))
+@example(offset=100.0, width=16, spread=0.1, seed=0)  # the worst conditioning, on every run
 def test_layernorm_is_as_accurate_as_eager(impl, options, offset, width, spread, seed):
     generator = torch.Generator().manual_seed(seed)
     x = offset + spread * torch.randn(8, width, generator=generator)

@@ -27,8 +27,10 @@ from ortcheck.checks.structure import assert_same_structure
 from ortcheck.nested import children
 
 # Calibrated from the worst ratio error / scale seen on correct pipelines (bench/oracle_calibration.py,
-# docs/architecture.md "Oracles"): the bound is this many times the scale.
-FACTOR = 8.0
+# docs/architecture.md "Oracles"): 15.4, the gradient of tanh through onnxruntime's tanh kernel (a few
+# ulp less accurate than torch's, then amplified by 1 - y*y) on AVX2; twice that. Positive controls
+# start at 4e3.
+FACTOR = 32.0
 LOG_ENV = "ORTCHECK_ORACLE_LOG"  # a path: every tensor comparison appends one JSON line (calibration)
 
 
