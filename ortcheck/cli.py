@@ -24,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"implementation to check (default {impls.DEFAULT})")
     run.add_argument("--device", default="cpu", choices=DEVICES)
     run.add_argument("--profile", default=None, choices=profiles.PROFILES,
-                     help="hypothesis profile (default: ci on CI machines, else dev)")
+                     help="hypothesis profile (default: ci on CI machines, else dev); nightly also runs the "
+                          "tests marked nightly")
     run.add_argument("--suites", type=Path, default=REPO_ROOT / "suites", help="folder of conformance suites")
     run.add_argument("--report-dir", type=Path, default=Path("report"))
     run.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")

@@ -19,6 +19,8 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
             "--rootdir", str(args.suites.parent), "--convergence-report", str(args.report_dir / "convergence")]
     if args.profile:
         argv += ["--hypothesis-profile", args.profile]
+    if args.profile == "nightly":  # the nightly run includes the tests marked nightly
+        argv += ["--nightly"]
     if args.keyword:
         argv += ["-k", args.keyword]
     if args.workers and args.workers != "0":

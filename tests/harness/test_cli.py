@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from ortcheck import profiles
+from ortcheck import cli, profiles, run
 
 
 def ortcheck(*args, cwd):
@@ -59,3 +59,9 @@ def test_ci_profile_is_derandomized_with_at_least_100_examples_and_nightly_1000(
 
     assert settings.get_profile("ci").derandomize and settings.get_profile("ci").max_examples >= 100
     assert settings.get_profile("nightly").max_examples >= 1000
+
+
+@pytest.mark.parametrize("profile, nightly", [("nightly", True), ("dev", False), (None, False)])
+def test_the_nightly_profile_also_runs_the_tests_marked_nightly(tmp_path, profile, nightly):
+    args = cli.build_parser().parse_args(["run", "--suites", str(tmp_path), *(["--profile", profile] if profile else [])])
+    assert ("--nightly" in run.pytest_args(args)) == nightly
