@@ -13,6 +13,7 @@ from ortcheck.impls import DEVICES, Implementation, Options
 from ortcheck.report.collector import NOT_APPLICABLE, impl_of
 
 _UNMATCHED_KEY = pytest.StashKey[list]()
+_FINDING_KEY = pytest.StashKey[manifest.Finding]()
 
 
 def not_applicable(reason: str) -> None:
@@ -101,11 +102,7 @@ def pytest_runtest_setup(item):
 def manifest_examples(request) -> tuple[str, ...]:
     """Known failing inputs the implementation's manifest lists for this test (Python expressions):
     a suite runs them before drawing its own, so a recorded finding fails on every run."""
-    callspec = getattr(request.node, "callspec", None)
-    impl_name = callspec.params.get("impl") if callspec else None
-    if not impl_name:
-        return ()
-    finding = manifest.first_match(manifest.load(impls.get(impl_name).manifest_path()), request.node.nodeid)
+    finding = request.node.stash.get(_FINDING_KEY, None)  # matched once, at collection
     return finding.examples if finding else ()
 
 
@@ -136,6 +133,7 @@ def pytest_collection_modifyitems(config, items):
         finding = manifest.first_match(findings.get(impl_name, []), item.nodeid)
         if finding:
             matched.add(finding)
+            item.stash[_FINDING_KEY] = finding
             item.add_marker(pytest.mark.xfail(strict=True, reason=f"[{impl_name} manifest] {finding.reason}"))
     collected_files = {item.nodeid.split("::")[0] for item in items}
     config.stash[_UNMATCHED_KEY] = [
