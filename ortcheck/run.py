@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     exit_code = pytest.main(pytest_args(args), plugins=[collector])
     matrix = ConformanceMatrix.from_outcomes_by_family(collector.outcomes)
     print("\nortcheck conformance matrix\n" + matrix.to_text())
-    write_reports(args, matrix, exit_code, collector.convergence)
+    write_reports(args, matrix, exit_code, collector.convergence, collector.memory_plans)
     if exit_code == pytest.ExitCode.NO_TESTS_COLLECTED or not matrix.cells:
         print("ortcheck run: no tests ran")
         return 1
@@ -45,17 +45,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_reports(args: argparse.Namespace, matrix: ConformanceMatrix, exit_code: int,
-                  convergence: list[dict] = ()) -> None:
+                  convergence: list[dict] = (), memory_plans: list[dict] = ()) -> None:
     import torch
 
     environment = {"python": platform.python_version(), "torch": torch.__version__, "device": args.device,
                    "impl": args.impl, "pytest_exit_code": int(exit_code),
                    "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    summary = {"environment": environment, "conformance": matrix.to_json(), "convergence": list(convergence)}
+    summary = {"environment": environment, "conformance": matrix.to_json(), "convergence": list(convergence),
+               "memory_plans": list(memory_plans)}
     write_json(args.report_dir / "summary.json", summary)
     markdown = [f"# ortcheck report ({args.impl}, {args.device})", "",
                 "Environment: " + ", ".join(f"{k} {v}" for k, v in environment.items()), "",
-                "## Conformance", "", matrix.to_markdown(), "", *_convergence_markdown(args, convergence)]
+                "## Conformance", "", matrix.to_markdown(), "", *_convergence_markdown(args, convergence),
+                *_memory_markdown(memory_plans)]
     (args.report_dir / "summary.md").write_text("\n".join(markdown))
     print(f"report: {args.report_dir / 'summary.md'}, {args.report_dir / 'summary.json'}")
 
@@ -73,6 +75,16 @@ def _convergence_markdown(args: argparse.Namespace, convergence: list[dict]) -> 
         lines.append(f"| `{entry['test'].split('::')[-1]}` | {entry['status']} | {entry['convergence_parity']} | "
                      f"{links[0]} | {links[1]} | {golden} |")
     return lines + [""]
+
+
+def _memory_markdown(memory_plans: list[dict]) -> list[str]:
+    """The memory optimizer's plan tables, one per recompute test that attached one."""
+    if not memory_plans:
+        return []
+    lines = ["## Memory optimizer (recompute)", ""]
+    for entry in sorted(memory_plans, key=lambda e: e["test"]):
+        lines += [f"`{entry['test'].split('::')[-1]}`", "", entry["table"], ""]
+    return lines
 
 
 def _relative(args: argparse.Namespace, path: str) -> str:

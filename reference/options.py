@@ -7,6 +7,7 @@ Options grow with the stages that implement them; nothing here is accepted and t
 from __future__ import annotations
 
 import dataclasses
+import os
 
 FALLBACK_POLICIES = ("disable", "auto")
 DEVICES = ("cpu", "cuda")
@@ -15,16 +16,28 @@ DEVICES = ("cpu", "cuda")
 @dataclasses.dataclass(frozen=True)
 class Options:
     """``fallback="auto"``: an export or gradient-build failure warns, counts and runs eager PyTorch;
-    ``"disable"``: it raises. ``device``: where the module and the sessions live."""
+    ``"disable"``: it raises. ``device``: where the module and the sessions live.
+    ``memory_opt_level`` / ``memory_opt_config``: the recompute stage (``reference.recompute``); the
+    config is a sequence of ``"<plan>:<strategy>:<count>"`` entries or the path of a JSON list."""
 
     fallback: str = "disable"
     device: str = "cpu"
+    memory_opt_level: int = 0
+    memory_opt_config: tuple[str, ...] | str | os.PathLike = ()
 
     def __post_init__(self):
         if self.fallback not in FALLBACK_POLICIES:
             raise ValueError(f"unknown fallback policy {self.fallback!r}; valid: {', '.join(FALLBACK_POLICIES)}")
         if self.device not in DEVICES:
             raise ValueError(f"unknown device {self.device!r}; valid: {', '.join(DEVICES)}")
+        if self.memory_opt_level not in (0, 1, 2):
+            raise ValueError(f"memory_opt_level must be 0, 1 or 2, got {self.memory_opt_level!r}")
+        if not isinstance(self.memory_opt_config, (str, os.PathLike)):
+            object.__setattr__(self, "memory_opt_config", tuple(self.memory_opt_config))
+
+    @property
+    def recomputes(self) -> bool:
+        return self.memory_opt_level > 0 or bool(self.memory_opt_config)
 
 
 @dataclasses.dataclass

@@ -4,7 +4,8 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 
-from ortcheck.impls.base import DEVICES, Capability, Implementation, Observations, Options, UnsupportedOptionError
+from ortcheck.impls.base import (DEVICES, Capability, Implementation, MemoryPlan, MemoryPlans, Observations, Options,
+                                 UnsupportedOptionError)
 
 # name -> "module:attribute" (imported lazily, so a missing backend never breaks the others)
 # or an Implementation subclass registered by a user.
@@ -49,5 +50,5 @@ def register(name: str, target: "str | type[Implementation]") -> None:
     _REGISTRY[name] = target
 
 
-__all__ = ["Capability", "DEVICES", "Implementation", "Observations", "Options", "UnsupportedOptionError", "get", "names",
+__all__ = ["Capability", "DEVICES", "Implementation", "MemoryPlan", "MemoryPlans", "Observations", "Options", "UnsupportedOptionError", "get", "names",
            "register", "DEFAULT"]

@@ -52,6 +52,33 @@ class Observations:
     last_reason: str | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class MemoryPlan:
+    """One plan of an implementation's memory optimizer, as its own report states it."""
+
+    name: str             # op types in topological order, each followed by "+"
+    strategy: int         # 1 recompute, 2 recompute with compromise
+    enabled: bool         # ON in the report
+    freq: int             # occurrences in the graph
+    applied: int | None   # occurrences applied (None: not reported)
+    saving_bytes: int | None  # all occurrences, on the first batch's sizes
+    saving_symbolic: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryPlans:
+    """An implementation's memory-optimizer report for the training graph of a wrapped module."""
+
+    plans: tuple[MemoryPlan, ...]
+    table: str                          # the report as the implementation prints it
+    applied_saving_bytes: int | None = None  # bytes the applied occurrences stop stashing (first batch)
+    kept_leaf_bytes: int | None = None       # bytes the applied plans stash in their place
+    layer_inputs: tuple[str, ...] | None = None  # values level 1 keeps stashed as layer boundaries
+
+    def plan(self, name: str, strategy: int = 1) -> MemoryPlan | None:
+        return next((p for p in self.plans if p.name == name and p.strategy == strategy), None)
+
+
 class Capability:
     """Names of the properties an implementation can be checked for."""
 
@@ -61,6 +88,9 @@ class Capability:
     GRAD_PARITY = "grad_parity"
     TRANSITIONS = "transitions"
     RECOMPUTE = "recompute"
+    # Stashed activations are tensors torch saves for backward (save_for_backward), so what a step
+    # keeps can be measured from outside (ortcheck.checks.kept); ORTModule keeps them inside onnxruntime.
+    KEPT_TENSORS_VISIBLE = "recompute.kept_tensors_visible"
     MEM_EFFICIENT_GRAD = "mem_efficient_grad"
     BNB4 = "bnb4"
     CONVERGENCE = "convergence"
@@ -100,6 +130,10 @@ class Implementation(abc.ABC):
     def observe(self, wrapped: torch.nn.Module) -> Observations:
         """Counters of what the pipeline did for ``wrapped`` so far (default: none observable)."""
         return Observations(exports=None, gradient_builds=None, sessions=None, fallbacks=None)
+
+    def memory_plans(self, wrapped: torch.nn.Module) -> MemoryPlans | None:
+        """The memory optimizer's report after a training forward (None: not observable)."""
+        return None
 
     def manifest_path(self) -> Path:
         """Where this implementation's expected-failure manifest lives (TOML, see ortcheck.manifest)."""

@@ -16,8 +16,8 @@ from typing import Any, Sequence
 
 import torch
 
-from ortcheck.impls import _ortmodule_env, _ortmodule_observe
-from ortcheck.impls.base import Capability, Implementation, Observations, Options
+from ortcheck.impls import _ortmodule_env, _ortmodule_memory, _ortmodule_observe
+from ortcheck.impls.base import Capability, Implementation, MemoryPlans, Observations, Options
 
 # ORTModule flattens both its inputs (``_io.parse_inputs_for_onnx_export``) and its outputs
 # (``_io._extract_schema``) with constant_as_tensor=True: Python int/float/bool become tensors.
@@ -81,3 +81,6 @@ class OrtModuleImpl(Implementation):
         rec = _ortmodule_observe.recorder(wrapped)
         rec.poll(wrapped)
         return rec.observations()
+
+    def memory_plans(self, wrapped: torch.nn.Module) -> MemoryPlans | None:
+        return _ortmodule_memory.read(wrapped)

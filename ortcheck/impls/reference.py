@@ -14,10 +14,11 @@ import importlib.util
 import torch
 
 from ortcheck.impls._reference_io import ReferenceIO
-from ortcheck.impls.base import Capability, Implementation, Observations, Options, UnsupportedOptionError
+from ortcheck.impls.base import (Capability, Implementation, MemoryPlan, MemoryPlans, Observations, Options,
+                                 UnsupportedOptionError)
 
 # Harness options the pipeline maps one to one; every other field must keep its default.
-_MAPPED = ("fallback", "device")
+_MAPPED = ("fallback", "device", "memory_opt_level", "memory_opt_config")
 
 
 class ReferenceImpl(ReferenceIO, Implementation):
@@ -32,7 +33,8 @@ class ReferenceImpl(ReferenceIO, Implementation):
 
     def capabilities(self) -> frozenset[str]:
         caps = {Capability.IO_ROUNDTRIP, Capability.IO_SCHEMA, Capability.IO_THROUGH_MODULE,
-                Capability.GRAD_PARITY, Capability.TRANSITIONS, Capability.CONVERGENCE}
+                Capability.GRAD_PARITY, Capability.TRANSITIONS, Capability.RECOMPUTE,
+                Capability.KEPT_TENSORS_VISIBLE, Capability.CONVERGENCE}
         if torch.cuda.is_available():
             caps.add(Capability.CUDA)
         return frozenset(caps)
@@ -53,3 +55,13 @@ class ReferenceImpl(ReferenceIO, Implementation):
 
     def observe(self, wrapped) -> Observations:
         return Observations(**dataclasses.asdict(wrapped.counters()))
+
+    def memory_plans(self, wrapped) -> MemoryPlans | None:
+        report = wrapped.memory_report()
+        if report is None:
+            return None
+        plans = tuple(MemoryPlan(row.name, row.strategy, row.enabled, row.freq, row.applied, row.max_saving,
+                                 row.saving_symbolic) for row in report.plans)
+        applied = [row.applied_saving for row in report.plans]
+        return MemoryPlans(plans, f"{report.table()}\n\n{report.detail()}",
+                           None if None in applied else sum(applied), report.kept_leaf_bytes, report.layer_inputs)

@@ -28,11 +28,14 @@ class SelfAttention(nn.Module):
     """Multi-head self-attention over ``[batch, seq, hidden]``.
 
     ``head_dim`` defaults to ``hidden // heads``; giving it explicitly decouples the attention width
-    from ``hidden`` (any ``heads``/``head_dim`` then fit any input width).
+    from ``hidden`` (any ``heads``/``head_dim`` then fit any input width). ``key_bias=False`` drops
+    the key projection's bias, whose gradient is identically zero (softmax ignores a shift per row):
+    rounding leaves it at a few ulp of the cancelling terms, or exactly 0 by luck, which no oracle
+    scale can judge.
     """
 
     def __init__(self, hidden: int, heads: int, head_dim: int | None = None, causal: bool = True,
-                 dropout: float | None = None):
+                 dropout: float | None = None, key_bias: bool = True):
         super().__init__()
         if head_dim is None:
             if hidden % heads:
@@ -40,7 +43,9 @@ class SelfAttention(nn.Module):
             head_dim = hidden // heads
         self.heads, self.head_dim, self.causal = heads, head_dim, causal
         inner = heads * head_dim
-        self.query, self.key, self.value = (nn.Linear(hidden, inner) for _ in range(3))
+        self.query = nn.Linear(hidden, inner)
+        self.key = nn.Linear(hidden, inner, bias=key_bias)
+        self.value = nn.Linear(hidden, inner)
         self.dense = nn.Linear(inner, hidden)
         self.attention_dropout = optional_dropout(dropout)
 

@@ -36,6 +36,7 @@ class ResultCollector:
     def __init__(self):
         self.outcomes: list[Outcome] = []
         self.convergence: list[dict] = []  # user properties of convergence tests (reports, deviations)
+        self.memory_plans: list[dict] = []  # memory-optimizer plan tables the recompute suite attached
 
     def pytest_runtest_logreport(self, report):
         status = _status(report)
@@ -44,6 +45,8 @@ class ResultCollector:
         properties = dict(report.user_properties)
         if "convergence_parity" in properties:
             self.convergence.append({"test": report.nodeid, "status": status, **properties})
+        if "memory_plans" in properties:
+            self.memory_plans.append({"test": report.nodeid, "table": properties["memory_plans"]})
         impl = properties.get("ortcheck_impl") or impl_of(report.nodeid) or "-"
         prop = split_nodeid(report.nodeid, impl)
         self.outcomes.append(Outcome(prop, impl, status, _detail(report, status)))

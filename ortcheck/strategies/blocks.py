@@ -120,6 +120,57 @@ class Attention(Block):
         return f"attention({self.heads}x{self.head_dim}{extras})"
 
 
+@dataclasses.dataclass(frozen=True)
+class TransformerLayer(Block):
+    """A pre-LN transformer layer: ``x + drop(attn(norm(x)))`` then ``x + drop(mlp(norm(x)))``.
+
+    Its input feeds exactly a LayerNormalization and the residual Add with a Softmax between them:
+    the layer boundary that layer-wise recompute keeps stashed. ``dropout`` applies to the attention
+    probabilities and both residual branches (None: no Dropout nodes).
+    """
+
+    heads: int
+    head_dim: int
+    expansion: int
+    dropout: float | None = None
+
+    needs_sequence = True
+
+    def build(self, width):
+        attention = SelfAttention(width, self.heads, self.head_dim, causal=True, dropout=self.dropout, key_bias=False)
+        return nn.Sequential(Residual(attention, width, dropout=self.dropout),
+                             Residual(MLP(width, self.expansion), width, dropout=self.dropout))
+
+    def __str__(self):
+        extras = f", dropout={self.dropout}" if self.dropout is not None else ""
+        return f"transformer({self.heads}x{self.head_dim}, mlp x{self.expansion}{extras})"
+
+
+@dataclasses.dataclass(frozen=True)
+class HalfStorage(Block):
+    """``|x|`` rounded through float16 and back, then a Linear: activations kept in half precision.
+
+    The float32 value the Linear's gradient reads is a Cast of a smaller float16 one whose producer
+    cannot be recomputed (Abs, Cast): the case recompute-with-compromise (strategy 2) exists for.
+    """
+
+    out: int
+
+    def build(self, width):
+        return nn.Sequential(_AbsHalfRoundTrip(), nn.Linear(width, self.out))
+
+    def out_width(self, width):
+        return self.out
+
+    def __str__(self):
+        return f"half_storage({self.out})"
+
+
+class _AbsHalfRoundTrip(nn.Module):
+    def forward(self, x):
+        return x.abs().half().to(x.dtype)  # the float64 twin rounds through float16 alike
+
+
 # ---- what feeds the first block
 
 

@@ -16,7 +16,8 @@ from torch import nn
 
 from ortcheck.models.seeding import build_seeded
 from ortcheck.strategies.blocks import (
-    ACTIVATIONS, Activation, Attention, Block, Dropout, Features, LayerNorm, Linear, ResidualMLP, Tokens,
+    ACTIVATIONS, Activation, Attention, Block, Dropout, Features, HalfStorage, LayerNorm, Linear, ResidualMLP,
+    Tokens, TransformerLayer,
 )
 
 BLOCK_KINDS = ("linear", "activation", "layernorm", "dropout", "residual_mlp", "attention")  # simplest first
@@ -122,6 +123,16 @@ def attention_blocks(heads: Sequence[int] = HEADS, head_dims: Sequence[int] = (2
                      st.none() | st.sampled_from(dropout_ps))
 
 
+def transformer_blocks(heads: Sequence[int] = HEADS, head_dims: Sequence[int] = (2, 4, 8),
+                       dropout_ps: Sequence[float] = (0.0,)) -> st.SearchStrategy[TransformerLayer]:
+    return st.builds(TransformerLayer, st.sampled_from(heads), st.sampled_from(head_dims),
+                     st.sampled_from(MLP_EXPANSIONS), st.none() | st.sampled_from(dropout_ps))
+
+
+def half_storage_blocks(hidden_sizes: Sequence[int] = HIDDEN_SIZES) -> st.SearchStrategy[HalfStorage]:
+    return st.builds(HalfStorage, st.sampled_from(hidden_sizes))
+
+
 def stack_blocks(kinds: Sequence[str] = BLOCK_KINDS, hidden_sizes: Sequence[int] = HIDDEN_SIZES,
            dropout_ps: Sequence[float] = (0.0,)) -> st.SearchStrategy[Block]:
     """One block of the given kinds (see :data:`BLOCK_KINDS`), simplest kind first whatever the order given."""
@@ -185,6 +196,33 @@ def _stacks(draw, sources, block_lists, batches, sequences, optional_sequences, 
     needs_sequence = any(block.needs_sequence for block in chosen)
     seq = draw(sequences if needs_sequence else optional_sequences)
     return LayerStack(source, chosen, draw(batches), seq, draw(losses))
+
+
+def transformer_stacks(min_layers: int = 1, max_layers: int = 3, extra_block_kinds: Sequence[str] = BLOCK_KINDS,
+                       max_extra_blocks: int = 2, dropout_ps: Sequence[float] = (0.0,),
+                       hidden_sizes: Sequence[int] = HIDDEN_SIZES, max_batch: int = 3, max_seq: int = 6,
+                       ) -> st.SearchStrategy[LayerStack]:
+    """Stacks of ``min_layers..max_layers`` pre-LN transformer layers, with up to ``max_extra_blocks``
+    other blocks (and half-storage blocks) mixed in: what layer-wise recompute has boundaries to find.
+    Dropout probabilities come from ``dropout_ps`` (with dropout > 0 only implementation-vs-itself
+    comparisons are deterministic)."""
+    if not 1 <= min_layers <= max_layers:
+        raise ValueError(f"need 1 <= min_layers <= max_layers, got {min_layers}, {max_layers}")
+    head_dims = tuple(size for size in hidden_sizes if size <= 8) or (min(hidden_sizes),)
+    layers = st.lists(transformer_blocks(head_dims=head_dims, dropout_ps=dropout_ps),
+                      min_size=min_layers, max_size=max_layers)
+    extras = st.lists(st.one_of(stack_blocks(extra_block_kinds, hidden_sizes, dropout_ps),
+                                half_storage_blocks(hidden_sizes)), max_size=max_extra_blocks)
+    return _transformer_stacks(stack_inputs(hidden_sizes=hidden_sizes), layers, extras, st.integers(1, max_batch),
+                               st.integers(1, max_seq), st.sampled_from(LOSS_KINDS))
+
+
+@st.composite
+def _transformer_stacks(draw, sources, layers, extras, batches, sequences, losses) -> LayerStack:
+    chosen = list(draw(layers))
+    for block in draw(extras):  # each extra block goes before some layer, or after the last
+        chosen.insert(draw(st.integers(0, len(chosen))), block)
+    return LayerStack(draw(sources), tuple(chosen), draw(batches), draw(sequences), draw(losses))
 
 
 def _check_known(what: str, given: Sequence[str], known: Sequence[str]) -> None:

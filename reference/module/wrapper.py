@@ -16,6 +16,7 @@ import torch
 from reference import nested_io
 from reference.autodiff import UnsupportedOpError
 from reference.export import ExportError
+from reference.recompute import config as recompute_config
 from reference.module import compiled as compile_stage
 from reference.options import Counters, Options
 from reference.runtime import OrtGraphFunction
@@ -27,6 +28,7 @@ _FAILURES = (ExportError, UnsupportedOpError)
 class ReferenceModule(torch.nn.Module):
     def __init__(self, module: torch.nn.Module, options: Options = Options()):
         super().__init__()
+        recompute_config.load(options.memory_opt_config)  # a malformed entry fails here, not mid-training
         self.module = module.to(options.device)
         self._options = options
         self._graphs = Graphs()
@@ -67,6 +69,14 @@ class ReferenceModule(torch.nn.Module):
         """A snapshot of what the pipeline did for this module so far."""
         return Counters(**vars(self._counters))
 
+    def memory_report(self):
+        """The memory optimizer's plans for the training graph (``reference.recompute.MemoryReport``),
+        or None before the first training forward that built gradients."""
+        compiled = self._compiled.get(True)
+        if compiled is None or compiled.gradient_graphs is None:
+            return None
+        return compile_stage.memory_report(compiled)
+
     # -- forward ------------------------------------------------------------------------------
     def forward(self, *args, **kwargs):
         if self._fallen_back:
@@ -95,7 +105,7 @@ class ReferenceModule(torch.nn.Module):
             self._compiled[self.training] = compile_stage.export(self.module, tensors, state)
             self._counters.exports += 1
         if transition.build_gradient:
-            compile_stage.build(self._compiled[self.training], state, trainable)
+            compile_stage.build(self._compiled[self.training], state, trainable, tensors, self._options)
             self._counters.gradient_builds += 1
         self._counters.sessions += transition.new_sessions  # one set (forward + backward) per build
         self._counters.last_reason = transition.reason

@@ -162,3 +162,77 @@ class Hangs(EagerImpl):
 
     def wrap(self, module, options=Options()):
         time.sleep(3600)
+
+
+@contextlib.contextmanager
+def _patched(module, name, replacement):
+    saved = getattr(module, name)
+    setattr(module, name, replacement)
+    try:
+        yield
+    finally:
+        setattr(module, name, saved)
+
+
+class _PatchedDuringForward(ReferenceImpl):
+    """The reference with a recompute-stage function replaced while its forward (and so its build) runs."""
+
+    target: tuple = ()
+
+    def wrap(self, module, options=Options()):
+        wrapped = super().wrap(module, options)
+        forward = wrapped.forward
+
+        def patched_forward(*args, **kwargs):
+            with _patched(*self.target):
+                return forward(*args, **kwargs)
+
+        wrapped.__dict__["forward"] = patched_forward
+        return wrapped
+
+
+def _recompute_module():
+    from reference.recompute import rewrite
+    return rewrite
+
+
+class RecomputeRedrawsDropout(_PatchedDuringForward):
+    """Recomputes a Dropout by running it again: a new mask, so gradients no longer match."""
+    name = "recompute_redraws_dropout"
+
+    @property
+    def target(self):
+        rewrite = _recompute_module()
+        return rewrite, "_clone", rewrite._clone_exactly  # a Dropout cloned as it is draws its own mask
+
+
+class RecomputeOverClaims(_PatchedDuringForward):
+    """Its report claims one byte more per plan than recompute saves."""
+    name = "recompute_over_claims"
+
+    @property
+    def target(self):
+        from reference.recompute import plans
+
+        original = plans._recompute
+
+        def over_claiming(*args):
+            found = original(*args)
+            return None if found is None else dataclasses.replace(found, saving=found.saving + 1)
+
+        return plans, "_recompute", over_claiming
+
+
+class RecomputeAppliesOneLess(_PatchedDuringForward):
+    """Applies one occurrence fewer than a count asks for (an off-by-one in "the first N")."""
+    name = "recompute_applies_one_less"
+
+    @property
+    def target(self):
+        import reference.recompute as recompute
+
+        def one_less(plan, count):
+            wanted = len(plan.occurrences) if count == -1 else count
+            return list(plan.occurrences[: max(0, wanted - 1)])
+
+        return recompute, "_first", one_less

@@ -23,6 +23,17 @@ def test_run_prints_the_matrix_and_writes_both_reports(tmp_path):
     assert "| `suites/test_io_roundtrip.py::test_roundtrip[core]` | pass |" in (tmp_path / "summary.md").read_text()
 
 
+def test_run_writes_the_memory_optimizer_plan_table(tmp_path):
+    result = ortcheck("run", "--impl", "reference", "-k", "bloom_with_dropout and 1", "--profile", "dev",
+                      "--report-dir", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "## Memory optimizer (recompute)" in summary
+    assert "| Plan | Status | Configs | Freq | Applied | Max Saving (Bytes) | Saving Symbolic (Bytes) |" in summary
+    assert "| ON | `Gelu+:1:-1` | 2 | 2 |" in summary
+    assert json.loads((tmp_path / "summary.json").read_text())["memory_plans"]
+
+
 def test_run_fails_when_nothing_ran(tmp_path):
     result = ortcheck("run", "--impl", "eager", "-k", "no_such_property", "--report-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 1

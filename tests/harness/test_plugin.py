@@ -8,7 +8,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOneUlp", "GradientsOffByOnePermille",
-           "ReexportsOnNewSizes", "OneGraphSlot", "WhereGradToWrongBranch", "Segfaults", "Hangs"]
+           "ReexportsOnNewSizes", "OneGraphSlot", "WhereGradToWrongBranch", "Segfaults", "Hangs", "RecomputeRedrawsDropout", "RecomputeOverClaims",
+           "RecomputeAppliesOneLess"]
 
 
 @pytest.fixture
@@ -41,6 +42,11 @@ def run(project, *args):
     ("grad_scaled", "suites/test_grad_parity.py", "test_outputs_loss_and_gradients_match_eager"),
     ("grad_scaled", "suites/test_grad_parity.py", "test_bloom_lm_trains_20_steps_like_eager"),
     ("where_wrong_branch", "suites/test_op_grads.py", "test_op_outputs_and_input_gradients_match_eager[where_wrong_branch-where-float32-regular]"),
+    ("recompute_redraws_dropout", "suites/test_recompute.py", "test_bloom_with_dropout_trains_bitwise_like_level_0[recompute_redraws_dropout-1]"),
+    ("recompute_redraws_dropout", "suites/test_recompute.py", "test_recompute_with_dropout_changes_no_number[recompute_redraws_dropout-1]"),
+    ("recompute_over_claims", "suites/test_recompute.py", "test_kept_bytes_drop_by_the_claimed_saving[recompute_over_claims-1]"),
+    ("recompute_applies_one_less", "suites/test_recompute.py", "test_applied_plans_are_what_was_asked[recompute_applies_one_less-0]"),
+    ("recompute_applies_one_less", "suites/test_recompute.py", "test_applied_plans_are_what_was_asked[recompute_applies_one_less-1]"),
 ])
 def test_each_mutant_is_caught_by_its_property(project, impl_name, suite, test):
     result = run(project, f"{suite}::{test}", "--impl", impl_name)

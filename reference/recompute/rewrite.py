@@ -1,0 +1,142 @@
+"""Apply occurrences: clone their subgraphs into the backward graph and stop stashing their outputs.
+
+Clones are named ``<forward name>_recompute``; only backward's consumers are rewired, the forward
+graph computes what it always did and merely outputs less. A cloned Dropout must not draw a new
+mask: it becomes ``x / (1 - ratio) * Cast(mask)`` over the stashed mask, which is bit for bit what
+onnxruntime's Dropout kernel computes (``mask * x / (1 - ratio)``, signed zeros included; measured:
+``x * (1 / (1 - ratio))`` is not). The mask goes last so onnxruntime cannot fuse the division by a
+constant into a following MatMul (MatMulScaleFusion), which would round differently.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from reference.autodiff import GradientGraphs
+from reference.autodiff.names import UniqueNames
+from reference.recompute.graph import ForwardFacts
+from reference.recompute.plans import Occurrence
+
+
+def apply(facts: ForwardFacts, occurrences: Sequence[Occurrence]) -> GradientGraphs:
+    graphs = facts.graphs
+    if not occurrences:
+        return graphs
+    names = UniqueNames(_names(graphs.forward.graph) | _names(graphs.backward.graph))
+    removed = {name for occurrence in occurrences for name in occurrence.outputs}
+    clones = {id(node): node for occurrence in occurrences for node in occurrence.subgraph}
+    ordered = sorted(clones.values(), key=lambda node: facts.order[id(node)])
+    renamed = {out: names.fresh(f"{out}_recompute") for node in ordered for out in node.output if out}
+
+    new_nodes, constants, initializers, inputs_needed, leaves = [], {}, {}, set(), set()
+    for node in ordered:
+        for name in node.input:
+            if not name or name in renamed:
+                continue
+            if name in facts.inputs:
+                inputs_needed.add(name)
+            elif name in facts.initializers:
+                initializers[name] = facts.initializers[name]
+            elif facts.constant(name) is not None:
+                constants[name] = facts.producer[name]
+            elif name not in facts.stashed or name in removed:
+                leaves.add(name)
+        new_nodes += _clone(facts, node, renamed, names)
+
+    backward = onnx.ModelProto()
+    backward.CopyFrom(graphs.backward)
+    body = backward.graph
+    present_initializers = {tensor.name for tensor in body.initializer}
+    present_outputs = {out for node in body.node for out in node.output}
+    for node in body.node:
+        for k, name in enumerate(node.input):
+            if name in removed:
+                node.input[k] = renamed[name]
+    first_reader = next((k for k, node in enumerate(body.node) if any(n in renamed.values() for n in node.input)),
+                        len(body.node))
+    head = [node for name, node in constants.items() if name not in present_outputs]
+    nodes = head + list(body.node[:first_reader]) + new_nodes + list(body.node[first_reader:])
+    del body.node[:]
+    body.node.extend(nodes)
+    body.initializer.extend(t for name, t in initializers.items() if name not in present_initializers)
+
+    stashed = tuple(name for name in graphs.stashed if name not in removed)
+    stashed += tuple(sorted(leaves - set(stashed), key=lambda n: facts.order[id(facts.producer[n])]))
+    wanted = set(graphs.forward_inputs_needed) | inputs_needed
+    needed = tuple(value.name for value in graphs.forward.graph.input if value.name in wanted)
+    backward_inputs = [*graphs.output_grad_names, *needed, *stashed]
+    existing = {value.name: value for value in body.input}
+    del body.input[:]
+    body.input.extend(existing.get(name) or _value_info(facts, name) for name in backward_inputs)
+
+    forward = onnx.ModelProto()
+    forward.CopyFrom(graphs.forward)
+    num_outputs = len(graphs.forward.graph.output) - len(graphs.stashed)
+    outputs = {value.name: value for value in forward.graph.output}
+    model_outputs = list(forward.graph.output[:num_outputs])
+    del forward.graph.output[:]
+    forward.graph.output.extend(model_outputs + [outputs.get(name) or _value_info(facts, name) for name in stashed])
+    return GradientGraphs(forward, backward, graphs.output_grad_names, needed, stashed, graphs.input_grads)
+
+
+def _clone(facts: ForwardFacts, node: onnx.NodeProto, renamed: dict[str, str], names: UniqueNames) -> list[onnx.NodeProto]:
+    if node.op_type == "Dropout" and not node.domain:
+        return _dropout_from_mask(facts, node, [renamed.get(name, name) for name in node.input], renamed, names)
+    return _clone_exactly(facts, node, renamed, names)
+
+
+def _clone_exactly(facts: ForwardFacts, node: onnx.NodeProto, renamed: dict[str, str], names: UniqueNames) -> list[onnx.NodeProto]:
+    inputs = [renamed.get(name, name) for name in node.input]
+    clone = onnx.NodeProto()
+    clone.CopyFrom(node)
+    clone.name = names.fresh(f"{node.name or node.output[0]}_recompute")
+    del clone.input[:]
+    clone.input.extend(inputs)
+    del clone.output[:]
+    clone.output.extend(renamed.get(name, "") if name else "" for name in node.output)
+    return [clone]
+
+
+def _dropout_from_mask(facts, node, inputs, renamed, names) -> list[onnx.NodeProto]:
+    x, mask = inputs[0], node.output[1]
+    ratio = _dropout_ratio(facts, node)
+    dtype = helper.tensor_dtype_to_np_dtype(facts.elem_type(node.input[0]))
+    keep_name = names.fresh(f"{node.name}_recompute_keep")
+    keep = np.array(np.float32(1.0) - np.float32(ratio), dtype=dtype)
+    base = names.fresh(f"{node.name}_recompute")
+    kept, scaled = names.fresh(f"{base}_mask"), names.fresh(f"{base}_scaled")
+    return [
+        helper.make_node("Constant", [], [keep_name], name=f"{keep_name}_node", value=numpy_helper.from_array(keep)),
+        helper.make_node("Cast", [mask], [kept], name=f"{base}/Cast", to=facts.elem_type(node.input[0])),
+        helper.make_node("Div", [x, keep_name], [scaled], name=f"{base}/Scale"),
+        helper.make_node("Mul", [scaled, kept], [renamed[node.output[0]]], name=f"{base}/Mask"),
+    ]
+
+
+def _dropout_ratio(facts: ForwardFacts, node: onnx.NodeProto) -> float:
+    if len(node.input) < 2 or not node.input[1]:
+        return 0.5  # the ONNX default
+    value = facts.constant(node.input[1])
+    if value is None and node.input[1] in facts.initializers:
+        value = numpy_helper.to_array(facts.initializers[node.input[1]])
+    if value is None:
+        raise ValueError(f"Dropout '{node.name}' has a ratio computed at run time; it cannot be recomputed from its mask")
+    return float(value)
+
+
+def _value_info(facts: ForwardFacts, name: str) -> onnx.ValueInfoProto:
+    value = onnx.ValueInfoProto(name=name)
+    value.type.CopyFrom(facts.types[name])
+    return value
+
+
+def _names(graph: onnx.GraphProto) -> set[str]:
+    found = {value.name for value in [*graph.input, *graph.output]} | {t.name for t in graph.initializer}
+    for node in graph.node:
+        found.update(node.input)
+        found.update(node.output)
+        found.add(node.name)
+    return found

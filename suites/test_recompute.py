@@ -1,0 +1,287 @@
+"""Property: recompute changes no number, applies what was asked, and saves what it claims.
+
+The memory optimizer trades stashed activations for recomputation in backward. For transformer
+stacks (``ortcheck.strategies.layer_stacks.transformer_stacks``, dropout on and off), every level,
+and configs drawn from the plans the implementation itself reports:
+- outputs, loss and every gradient are bitwise equal to the same implementation without recompute
+  (and, without dropout, within the float64 oracle of eager): a recompute that draws a new dropout
+  mask, or rounds differently, fails;
+- the plans shown ON are exactly the configured ones, each applied as many times as asked;
+  level 1 applies every strategy-1 plan and keeps each transformer layer's input stashed;
+- the bytes kept between forward and backward (the saved tensors themselves) drop by what the
+  report claims for this batch, less the small values it lists as kept in their place.
+Runs are seeded alike (onnxruntime's dropout seed included), so both draw the same masks.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import pytest
+import torch
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+
+from ortcheck.checks import RUNS, assert_bitwise_equal, assert_matches_oracle, input_runs, kept_tensors, module_runs
+from ortcheck.convergence.determinism import Determinism, applied
+from ortcheck.impls import Capability
+from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
+from ortcheck.profiles import scaled
+from ortcheck.strategies import blocks
+from ortcheck.strategies.blocks import Tokens, TransformerLayer
+from ortcheck.strategies.layer_stacks import LayerStack, transformer_stacks
+from ortcheck.strategies.recompute import expected_applied, recompute_configs
+
+pytestmark = pytest.mark.requires(Capability.RECOMPUTE)
+
+LEVELS = (0, 1, 2)
+DROPOUT_PS = (0.0, 0.1)
+
+
+def heavy(test):
+    """A tenth of the profile's examples (each exports the model twice or three times), one
+    reproduction per failure and no explain phase (each replay re-exports)."""
+    phases = [phase for phase in settings().phases if phase is not Phase.explain]
+    return settings(scaled(0.1), report_multiple_bugs=False, phases=phases)(test)
+
+
+@dataclasses.dataclass
+class Step:
+    values: dict         # output, loss, gradients
+    kept_bytes: int      # saved for backward, parameters and inputs left out
+    kept: list           # the saved tensors themselves
+
+
+def train_step(module: torch.nn.Module, stack: LayerStack, inputs, seed: int, device: str) -> Step:
+    """One seeded forward and backward (every RNG, onnxruntime's included, seeded alike)."""
+    for p in module.parameters():
+        p.grad = None
+    params = list(module.parameters())
+    with applied(Determinism.for_device(device, seed), device), kept_tensors([*params, *inputs]) as kept:
+        outputs = module(*inputs)
+        loss = stack.loss(outputs)
+    loss.backward()
+    grads = {f"input {i}": t.grad for i, t in enumerate(inputs) if t.requires_grad}
+    grads.update((name, p.grad) for name, p in module.named_parameters())
+    return Step({"output": outputs, "loss": loss, "gradients": grads}, kept.nbytes, kept.tensors)
+
+
+def _has_dropout(stack: LayerStack) -> bool:
+    return any(getattr(block, "dropout", None) or getattr(block, "p", 0) for block in stack.blocks)
+
+
+class Pair:
+    """The same model wrapped twice, without recompute and with ``options``, run on the same inputs."""
+
+    def __init__(self, impl, base_options, stack: LayerStack, seed: int, **recompute):
+        self.impl, self.stack, self.seed, self.device = impl, stack, seed, base_options.device
+        self.eager = stack.build_module(seed).to(self.device)
+        self.options = dataclasses.replace(base_options, **recompute)
+        self.baseline = impl.wrap(copy.deepcopy(self.eager), base_options)
+        self.variant = impl.wrap(copy.deepcopy(self.eager), self.options)
+        self.inputs = [t.to(self.device) for t in stack.make_inputs(seed)]
+
+    def run(self, module) -> Step:
+        inputs = [t.detach().clone().requires_grad_(t.requires_grad) for t in self.inputs]
+        return train_step(module, self.stack, inputs, self.seed, self.device)
+
+
+def _baseline_plans(impl, options, stack, seed):
+    """Plans the implementation reports for ``stack`` at level 0, as (name, strategy, freq)."""
+    module = impl.wrap(stack.build_module(seed).to(options.device), options)
+    train_step(module, stack, [t.to(options.device) for t in stack.make_inputs(seed)], seed, options.device)
+    report = impl.memory_plans(module)
+    assert report is not None, f"{impl.name} reports no memory-optimizer plans after a training step"
+    return [(plan.name, plan.strategy, plan.freq) for plan in report.plans]
+
+
+def _recompute_options(draw, impl, options, stack, seed, level):
+    if level:
+        return {"memory_opt_level": level}
+    plans = _baseline_plans(impl, options, stack, seed)
+    if not plans:
+        return {"memory_opt_level": 0}
+    return {"memory_opt_config": draw(recompute_configs(plans), label="memory_opt_config")}
+
+
+def stacks():
+    return transformer_stacks(dropout_ps=DROPOUT_PS)
+
+
+def _canonical_stack(dropout: float | None) -> LayerStack:
+    return LayerStack(Tokens(16, 8), (TransformerLayer(2, 4, 2, dropout), TransformerLayer(2, 4, 2, dropout)),
+                      batch=2, seq=5, loss_kind="cross_entropy")
+
+
+# Run before the drawn stacks, so every run covers two transformer layers with every plan applied.
+CANONICAL = _canonical_stack(0.1)
+CANONICAL_WITHOUT_DROPOUT = _canonical_stack(None)
+
+
+def _canonical_options(impl, options, stack, level):
+    """Level 1/2 as they are; level 0 with every reported plan at count 1 ("the first N" matters)."""
+    if level:
+        return {"memory_opt_level": level}
+    plans = _baseline_plans(impl, options, stack, 0)
+    return {"memory_opt_config": tuple(f"{name}:{strategy}:1" for name, strategy, _ in plans)}
+
+
+def for_canonical_and_drawn(check, canonical=CANONICAL, stack_strategy=None):
+    """A test running ``check(impl, options, stack, seed, recompute, level)`` on the implementation's
+    manifest examples (``(stack, seed, recompute options)``), the canonical stack, then drawn stacks."""
+    def test(impl, options, level, manifest_examples):
+        for text in manifest_examples:
+            stack, seed, recompute = eval(text, vars(blocks) | {"LayerStack": LayerStack})
+            check(impl, options, stack, seed, recompute, level)
+        check(impl, options, canonical, 0, _canonical_options(impl, options, canonical, level), level)
+
+        @heavy
+        @given(stack=stack_strategy or stacks(), seed=st.integers(0, 2**16), data=st.data())
+        def drawn(stack, seed, data):
+            check(impl, options, stack, seed, _recompute_options(data.draw, impl, options, stack, seed, level), level)
+
+        drawn()
+
+    test.__doc__ = check.__doc__
+    return test
+
+
+def _no_number_changes(impl, options, stack, seed, recompute, level):
+    """Outputs, loss and gradients bitwise equal to no recompute, and (no dropout) within the oracle.
+    With dropout, the same seed must give the same masks: a recomputed Dropout reuses the forward's."""
+    pair = Pair(impl, options, stack, seed, **recompute)
+    expected, actual = pair.run(pair.baseline), pair.run(pair.variant)
+    assert_bitwise_equal(actual.values, expected.values, path=f"{recompute}")
+    if not _has_dropout(stack):  # with dropout, eager draws other masks
+        modules = module_runs(pair.eager, pair.variant, seed)
+        runs = input_runs(tuple(pair.inputs), seed=seed, device=pair.device)
+        assert_matches_oracle({run: _plain_step(modules[run], stack, runs[run]) for run in RUNS}, path="step")
+
+
+def _plain_step(module, stack, inputs):
+    for p in module.parameters():
+        p.grad = None
+    outputs = module(*inputs)
+    loss = stack.loss(outputs)
+    loss.backward()
+    grads = {f"input {i}": t.grad for i, t in enumerate(inputs) if t.requires_grad}
+    grads.update((name, p.grad) for name, p in module.named_parameters())
+    return {"output": outputs, "loss": loss, "gradients": grads}
+
+
+def _applied_as_asked(impl, options, stack, seed, recompute, level):
+    """Plans ON are exactly the configured ones (level 1: every strategy-1 plan; level 2: also
+    strategy 2), each applied as often as asked."""
+    pair = Pair(impl, options, stack, seed, **recompute)
+    pair.run(pair.variant)
+    report = impl.memory_plans(pair.variant)
+    shown = {(p.name, p.strategy): p for p in report.plans}
+    if level == 0:
+        plans = [(p.name, p.strategy, p.freq) for p in report.plans]
+        want = expected_applied(recompute.get("memory_opt_config", ()), plans)
+    else:
+        want = {key: plan.freq for key, plan in shown.items() if plan.strategy <= level}
+    on = {key for key, plan in shown.items() if plan.enabled}
+    assert on == set(want), f"plans ON {sorted(on)} != configured {sorted(want)}\n{report.table}"
+    for key, count in want.items():
+        assert shown[key].applied == count, f"{key}: applied {shown[key].applied}, asked {count}\n{report.table}"
+
+
+def _kept_bytes_drop_as_claimed(impl, options, stack, seed, recompute, level):
+    """The tensors saved for backward shrink by the report's claimed saving less its kept leaves."""
+    pair = Pair(impl, options, stack, seed, **recompute)
+    before, after = pair.run(pair.baseline), pair.run(pair.variant)
+    report = impl.memory_plans(pair.variant)
+    assert report.applied_saving_bytes is not None, f"{impl.name} reports no saving for the applied plans"
+    claimed = report.applied_saving_bytes - (report.kept_leaf_bytes or 0)
+    assert before.kept_bytes - after.kept_bytes == claimed, (
+        f"kept {before.kept_bytes} -> {after.kept_bytes} bytes (drop {before.kept_bytes - after.kept_bytes}), "
+        f"report claims {report.applied_saving_bytes} saved less {report.kept_leaf_bytes} kept\n{report.table}")
+
+
+test_recompute_changes_no_number = pytest.mark.parametrize("level", LEVELS)(
+    for_canonical_and_drawn(_no_number_changes, CANONICAL_WITHOUT_DROPOUT, transformer_stacks()))
+test_recompute_with_dropout_changes_no_number = pytest.mark.parametrize("level", LEVELS)(
+    for_canonical_and_drawn(_no_number_changes, CANONICAL, transformer_stacks(dropout_ps=(0.1,))))
+test_applied_plans_are_what_was_asked = pytest.mark.parametrize("level", LEVELS)(for_canonical_and_drawn(_applied_as_asked))
+test_kept_bytes_drop_by_the_claimed_saving = pytest.mark.requires(Capability.KEPT_TENSORS_VISIBLE)(
+    pytest.mark.parametrize("level", LEVELS)(for_canonical_and_drawn(_kept_bytes_drop_as_claimed)))
+
+
+@pytest.mark.requires(Capability.KEPT_TENSORS_VISIBLE)
+@pytest.mark.parametrize("level", (1, 2))
+def test_layer_inputs_stay_stashed(impl, options, level):
+    """Layer-wise recompute keeps every transformer layer's input: the value the pipeline kept
+    for it without recompute is still kept, bit for bit. Layer inputs are found by value from
+    eager's forward pre-hooks, so the stacks have no dropout (eager would draw other masks)."""
+    @heavy
+    @given(stack=transformer_stacks(), seed=st.integers(0, 2**16))
+    def drawn(stack, seed):
+        pair = Pair(impl, options, stack, seed, memory_opt_level=level)
+        layer_inputs = _layer_inputs(pair)
+        before, after = pair.run(pair.baseline), pair.run(pair.variant)
+        for k, value in enumerate(layer_inputs):
+            mine = [t for t in before.kept if _close(t, value)]
+            assert mine, f"transformer layer {k}: its input is not kept even without recompute"
+            assert any(any(_same_bits(t, m) for m in mine) for t in after.kept), (
+                f"transformer layer {k}: its input is no longer kept at level {level}")
+
+    drawn()
+
+
+def _layer_inputs(pair: Pair) -> list[torch.Tensor]:
+    """Each transformer layer's input in eager, captured by forward pre-hooks."""
+    eager = copy.deepcopy(pair.eager)
+    found, layers = [], [m for m, b in zip(eager[len(eager) - len(pair.stack.blocks):], pair.stack.blocks)
+                         if isinstance(b, TransformerLayer)]
+    handles = [layer.register_forward_pre_hook(lambda _, args: found.append(args[0].detach())) for layer in layers]
+    with applied(Determinism.for_device(pair.device, pair.seed), pair.device):
+        eager(*[t.detach() for t in pair.inputs])
+    for handle in handles:
+        handle.remove()
+    return found
+
+
+def _close(t: torch.Tensor, value: torch.Tensor) -> bool:
+    return t.shape == value.shape and t.dtype == value.dtype and torch.allclose(t.detach(), value, rtol=1e-4, atol=1e-5)
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a.detach(), b.detach())
+
+
+@pytest.mark.parametrize("level", (1, 2))
+def test_bloom_with_dropout_trains_bitwise_like_level_0(impl, options, level, request):
+    """Three AdamW steps of the Bloom-like LM with dropout 0.1: every recomputed Dropout must
+    reuse the forward's mask, so losses and parameters stay bit for bit those of level 0.
+    The plan table is attached to the report (``ortcheck run`` writes it into summary.md)."""
+    config = BloomConfig(dropout=0.1)
+    eager = build_bloom(config, seed=0).to(options.device)
+    results = {}
+    for name, opts in (("level 0", options), (f"level {level}", dataclasses.replace(options, memory_opt_level=level))):
+        module = impl.wrap(copy.deepcopy(eager), opts)
+        optimizer = torch.optim.AdamW(module.parameters(), lr=1e-2)
+        losses = []
+        with applied(Determinism.for_device(options.device, 0), options.device):
+            for step in range(3):
+                ids = example_input_ids(config, seed=step, batch=2).to(options.device)
+                optimizer.zero_grad()
+                loss = causal_lm_loss(module(ids), ids)
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.detach())
+        if name != "level 0" and (plans := impl.memory_plans(module)) is not None:
+            request.node.user_properties.append(("memory_plans", f"Bloom-like LM (dropout 0.1), {plans.table}"))
+        results[name] = {"losses": losses, "parameters": {k: p.detach() for k, p in module.named_parameters()}}
+    assert_bitwise_equal(results[f"level {level}"], results["level 0"], path=f"level {level}")
+
+
+@pytest.mark.parametrize("entry", ["Foo+:1:-1", "Gelu+:7:-1", "Gelu+:1", "Gelu+:1:-5"],
+                         ids=["unknown_plan", "unknown_strategy", "two_fields", "count_below_-1"])
+def test_a_malformed_config_entry_is_refused_by_name(impl, options, entry):
+    """A config entry that can't be applied is an error naming it, at wrap or at the first training
+    step, never silently ignored: a check run under it would pass without recomputing anything."""
+    with pytest.raises(Exception) as raised:
+        module = impl.wrap(CANONICAL.build_module(0), dataclasses.replace(options, memory_opt_config=(entry,)))
+        train_step(module, CANONICAL, CANONICAL.make_inputs(0), 0, options.device)
+    assert entry in str(raised.value), f"the error does not name the entry {entry!r}: {raised.value}"
