@@ -16,6 +16,7 @@ import pytest
 
 from ortcheck.convergence import cases, plots, workflow
 from ortcheck.impls import Capability
+from ortcheck.pytest_plugin import not_applicable
 
 pytestmark = pytest.mark.requires(Capability.CONVERGENCE)
 
@@ -28,6 +29,9 @@ CASES = [pytest.param(name, marks=pytest.mark.nightly) if cases.get(name).nightl
 def test_convergence(impl, options, case_name, request):
     config = request.config
     case = cases.get(case_name)
+    missing = [name for name in case.requires if name not in impl.capabilities()]
+    if missing:
+        not_applicable(f"{impl.name} lacks capability {', '.join(missing)}")
     steps = case.nightly_steps if config.getoption("nightly") else case.training.steps
     golden_root = Path(config.getoption("golden_dir") or config.rootpath / "golden")
     outcome = workflow.check(case, impl, options, steps, golden_root, update=config.getoption("update_goldens"))

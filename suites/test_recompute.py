@@ -22,6 +22,7 @@ import torch
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+from ortcheck.convergence import cases, runner
 from ortcheck.checks import RUNS, assert_bitwise_equal, assert_matches_oracle, input_runs, kept_tensors, module_runs
 from ortcheck.convergence.determinism import Determinism, applied
 from ortcheck.impls import Capability
@@ -285,3 +286,16 @@ def test_a_malformed_config_entry_is_refused_by_name(impl, options, entry):
         module = impl.wrap(CANONICAL.build_module(0), dataclasses.replace(options, memory_opt_config=(entry,)))
         train_step(module, CANONICAL, CANONICAL.make_inputs(0), 0, options.device)
     assert entry in str(raised.value), f"the error does not name the entry {entry!r}: {raised.value}"
+
+
+@pytest.mark.parametrize("level", (1, 2))
+def test_bloom_lm_curve_under_recompute_is_level_0s_bit_for_bit(impl, options, level):
+    """The ``bloom_lm`` convergence case (40 AdamW steps) through the implementation at ``level``
+    records the very losses, gradient norms and learning rates it records without recompute."""
+    case = cases.get("bloom_lm")
+    _, without = runner.run_pair(case, impl, options)
+    _, with_recompute = runner.run_pair(case, impl, dataclasses.replace(options, memory_opt_level=level))
+    assert_bitwise_equal([torch.tensor(c.metrics["loss"] + c.metrics["grad_norm"] + c.metrics["lr"], dtype=torch.float64)
+                          for c in with_recompute.curves],
+                         [torch.tensor(c.metrics["loss"] + c.metrics["grad_norm"] + c.metrics["lr"], dtype=torch.float64)
+                          for c in without.curves], path=f"bloom_lm curve at level {level}")

@@ -8,6 +8,7 @@ the steps during which the implementation reported a fallback to eager PyTorch.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import time
 from typing import Callable
@@ -42,7 +43,9 @@ def run_all(case: Case, impl: Implementation, options: Options = Options(), step
         model = copy.deepcopy(initial)
         if perturb is not None:
             perturb(model)
-        curves["actual"].append(train(case, model, batches, seed, settings, options, impl, training or case.training))
+        actual_options = dataclasses.replace(options, **case.options)
+        curves["actual"].append(train(case, model, batches, seed, settings, actual_options, impl,
+                                      training or case.training))
         models = module_runs(initial, None, seed) if oracle else {"eager": initial}
         data = input_runs(batches, seed) if oracle else {"eager": batches}
         for run, run_model in models.items():

@@ -2,13 +2,15 @@
 
 A case is plain data plus three functions (model, batches, loss), so the runner treats every
 case alike and a golden file can record its configuration. Adding a case: one module here with a
-``CASE``, listed in ``_MODULES``. The 4-bit QLoRA case joins here once the bnb4 stage lands.
+``CASE`` (or ``CASES``), listed in ``_MODULES``. A case may train through the implementation
+under extra :class:`~ortcheck.impls.Options` (``options``, e.g. a memory-optimizer level) and name
+the capabilities that needs (``requires``). The 4-bit QLoRA case joins here once the bnb4 stage lands.
 """
 from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Callable
+from typing import Callable, Mapping
 
 import torch
 
@@ -29,17 +31,21 @@ class Case:
     tolerance: Tolerance
     nightly_steps: int                                 # steps under --nightly
     nightly_only: bool = False                         # too big for every run: only with --nightly
+    options: Mapping[str, object] = dataclasses.field(default_factory=dict)  # Options fields for the implementation's side
+    requires: tuple[str, ...] = ()                     # Capability names the options need
 
     def config(self, steps: int) -> dict:
         """What a golden records about how the curve was made (compared before a golden is trusted)."""
-        return {"description": self.description, **self.training.to_json(), "steps": steps}
+        extra = {"options": dict(self.options)} if self.options else {}
+        return {"description": self.description, **self.training.to_json(), "steps": steps, **extra}
 
 
-_MODULES = ("mlp", "bloom_lm", "dropout", "bloom_lm_large")  # qlora: with the bnb4 stage
+_MODULES = ("mlp", "bloom_lm", "bloom_lm_recompute", "dropout", "bloom_lm_large")  # qlora: with the bnb4 stage
 
 
 def _load() -> dict[str, Case]:
-    cases = [importlib.import_module(f"ortcheck.convergence.cases.{name}").CASE for name in _MODULES]
+    modules = [importlib.import_module(f"ortcheck.convergence.cases.{name}") for name in _MODULES]
+    cases = [case for module in modules for case in getattr(module, "CASES", None) or (module.CASE,)]
     return {case.name: case for case in cases}
 
 
