@@ -87,9 +87,9 @@ def _counting(real_export, rec: Recorder):
     return export
 
 
-def _pre_hook(env_items: tuple, module: torch.nn.Module, args) -> None:
+def _pre_hook(env: dict, module: torch.nn.Module, args) -> None:
     env_context = contextlib.ExitStack()
-    env_context.enter_context(_ortmodule_env.applied(dict(env_items)))
+    env_context.enter_context(_ortmodule_env.applied(dict(env)))
     env_context.enter_context(warnings.catch_warnings())
     # ORTModule warns once per non-tensor leaf of the module's outputs at each export: noise.
     warnings.filterwarnings("ignore", message=_ortmodule_env.CONSTANT_WARNING)
@@ -117,5 +117,16 @@ def install(ort_module: torch.nn.Module, env: dict[str, str | None]) -> None:
     rec = recorder(ort_module)
     rec.poll(ort_module)  # nothing built yet; records the starting state
     # Hooks live in the module's own hook dicts (ORTModule keeps them in its __dict__).
-    ort_module.register_forward_pre_hook(functools.partial(_pre_hook, tuple(sorted(env.items()))))
+    ort_module.register_forward_pre_hook(functools.partial(_pre_hook, dict(env)))
     ort_module.register_forward_hook(_post_hook, always_call=True)
+
+
+def change_env(ort_module: torch.nn.Module, env: dict[str, str | None]) -> None:
+    """From the next forward on, set ``env`` around it (what a user exporting new variables does)."""
+    hooks = [hook for hook in ort_module._forward_pre_hooks.values()
+             if isinstance(hook, functools.partial) and hook.func is _pre_hook]
+    if not hooks:
+        raise RuntimeError("this ORTModule was not wrapped by ortcheck (no env hook to change)")
+    for hook in hooks:
+        hook.args[0].clear()
+        hook.args[0].update(env)

@@ -123,6 +123,11 @@ class Implementation(abc.ABC):
     def unflatten(self, tensors: Sequence[torch.Tensor], schema: Any) -> Any:
         """Rebuild the nested structure from tensors and the schema ``flatten`` returned."""
 
+    def reconfigure(self, wrapped: torch.nn.Module, options: Options) -> None:
+        """Change the options of an already wrapped module (the memory optimizer's), from its next
+        forward on, as a user of this pipeline would. Default: refused."""
+        raise UnsupportedOptionError(f"{self.name} cannot change the options of a wrapped module")
+
     def same_schema(self, a: Any, b: Any) -> bool:
         """Whether two schemas would let one exported graph serve both inputs."""
         return a == b

@@ -23,3 +23,6 @@ class EagerImpl(ReferenceIO, Implementation):
     def wrap(self, module: torch.nn.Module, options: Options = Options()) -> torch.nn.Module:
         return module.to(options.device)
 
+    def reconfigure(self, wrapped: torch.nn.Module, options: Options) -> None:
+        """Eager has no pipeline the options could change."""
+

@@ -56,6 +56,11 @@ class OrtModuleImpl(Implementation):
         _ortmodule_observe.install(wrapped, env)
         return wrapped
 
+    def reconfigure(self, wrapped: torch.nn.Module, options: Options) -> None:
+        """ORTModule has no API for it: its users export new ORTMODULE_* variables and go on
+        training. The variables set around every later forward change accordingly."""
+        _ortmodule_observe.change_env(wrapped, _ortmodule_env.env_for(options))
+
     def flatten(self, data: Any) -> tuple[list[torch.Tensor], Any]:
         from onnxruntime.training.utils.torch_io_helper import extract_data_and_schema
 

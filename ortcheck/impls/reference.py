@@ -40,10 +40,20 @@ class ReferenceImpl(ReferenceIO, Implementation):
         return frozenset(caps)
 
     def wrap(self, module: torch.nn.Module, options: Options = Options()) -> torch.nn.Module:
-        from reference import Options as ReferenceOptions, ReferenceModule
+        from reference import ReferenceModule
 
         self.check_options(options)
-        return ReferenceModule(module, ReferenceOptions(**{name: getattr(options, name) for name in _MAPPED}))
+        return ReferenceModule(module, self._reference_options(options))
+
+    def reconfigure(self, wrapped, options: Options) -> None:
+        self.check_options(options)
+        wrapped.set_options(self._reference_options(options))
+
+    @staticmethod
+    def _reference_options(options: Options):
+        from reference import Options as ReferenceOptions
+
+        return ReferenceOptions(**{name: getattr(options, name) for name in _MAPPED})
 
     def check_options(self, options: Options) -> None:
         unsupported = [f"{f.name}={getattr(options, f.name)!r}" for f in dataclasses.fields(options)

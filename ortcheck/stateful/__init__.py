@@ -12,8 +12,8 @@ Hypothesis' ``stateful`` drives them (suites/test_transitions.py); strategies of
 from ortcheck.stateful.contract import Call, Contract
 from ortcheck.stateful.scenario import Scenario, replay
 from ortcheck.strategies.transitions.actions import (
-    ACTIONS, Forward, MoveTo, SetAttribute, SetMode, SetRequiresGrad, SetTrainable, Step,
+    ACTIONS, Forward, MoveTo, SetAttribute, SetMemoryOptimizer, SetMode, SetRequiresGrad, SetTrainable, Step,
 )
 
-__all__ = ["ACTIONS", "Call", "Contract", "Forward", "MoveTo", "Scenario", "SetAttribute", "SetMode",
+__all__ = ["ACTIONS", "Call", "Contract", "Forward", "MoveTo", "Scenario", "SetAttribute", "SetMemoryOptimizer", "SetMode",
            "SetRequiresGrad", "SetTrainable", "Step", "replay"]

@@ -11,8 +11,9 @@ rules, per forward call:
 - the graph of the call's mode is re-exported (and its gradient graph rebuilt) when the device, the
   call's signature (input structure, dtypes, ranks, Python values; never sizes) or the module's
   attributes (set through the wrapper) differ from what it was built for, checked in that order;
-- otherwise, with grad enabled, the gradient graph alone is rebuilt when the inputs requiring grad
-  or the trainable parameters differ; under ``torch.no_grad()`` nothing is rebuilt for them;
+- otherwise, with grad enabled, the gradient graph alone is rebuilt when the inputs requiring grad,
+  the trainable parameters or the memory-optimizer options differ (recompute rewrites the
+  gradient graphs, never the export); under ``torch.no_grad()`` nothing is rebuilt for them;
 - each export or gradient build creates one new set of sessions; nothing falls back to eager.
 """
 from __future__ import annotations
@@ -28,9 +29,10 @@ DEVICE_CHANGED = "device changed"
 MODULE_CHANGED = "module attribute changed"
 INPUTS_GRAD_CHANGED = "inputs requiring grad changed"
 TRAINABLE_CHANGED = "trainable parameters changed"
+MEMORY_OPTIONS_CHANGED = "memory optimizer options changed"
 REUSED = "reuse: nothing changed"
 REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED,
-           INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, REUSED)
+           INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
 COUNTERS = ("exports", "gradient_builds", "sessions", "fallbacks")
 
 
@@ -45,6 +47,7 @@ class Call:
     inputs_requiring_grad: tuple[bool, ...]
     trainable: frozenset[str]
     grad_enabled: bool = True
+    memory_options: tuple = ()  # the memory optimizer's level and config
 
 
 class Contract:
@@ -79,6 +82,8 @@ class Contract:
                 return False, True, INPUTS_GRAD_CHANGED
             if built.trainable != call.trainable:
                 return False, True, TRAINABLE_CHANGED
+            if built.memory_options != call.memory_options:
+                return False, True, MEMORY_OPTIONS_CHANGED
         return False, False, REUSED
 
     def mismatches(self, observed: Observations) -> list[str]:

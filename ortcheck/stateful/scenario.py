@@ -22,7 +22,7 @@ from ortcheck.models.transition_subject import TransitionSubject
 from ortcheck.stateful.contract import Call, Contract
 from ortcheck.stateful.inputs import Inputs
 from ortcheck.strategies.transitions.actions import (
-    Forward, MoveTo, SetAttribute, SetMode, SetRequiresGrad, SetTrainable, Step,
+    Forward, MoveTo, SetAttribute, SetMemoryOptimizer, SetMode, SetRequiresGrad, SetTrainable, Step,
 )
 
 LEARNING_RATE = 0.1
@@ -39,7 +39,7 @@ class _Pending:
 
 class Scenario:
     def __init__(self, impl: Implementation, options: Options = Options(), contract: Contract | None = None):
-        self.impl, self.options = impl, options
+        self.impl, self.options, self.initial_options = impl, options, options
         torch.manual_seed(0)
         eager = TransitionSubject().to(options.device)
         self.modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options))
@@ -51,11 +51,12 @@ class Scenario:
         self.training = True
         self.frozen: frozenset[str] = frozenset()
         self.attribute_sets = 0
+        self.memory_options = (options.memory_opt_level, options.memory_opt_config)
         self.actions: list = []
         self._pending: _Pending | None = None
         self._handlers = {Forward: self._forward, Step: self._step, SetRequiresGrad: self._set_requires_grad,
                           SetTrainable: self._set_trainable, SetAttribute: self._set_attribute,
-                          SetMode: self._set_mode, MoveTo: self._move_to}
+                          SetMode: self._set_mode, MoveTo: self._move_to, SetMemoryOptimizer: self._set_memory_optimizer}
 
     @property
     def wrapped(self) -> torch.nn.Module:
@@ -79,7 +80,7 @@ class Scenario:
         names = sorted({type(action).__name__ for action in self.actions})
         lines = ["from ortcheck import impls", "from ortcheck.impls import Options",
                  f"from ortcheck.stateful import replay, {', '.join(names)}", "",
-                 f"replay(impls.get({self.impl.name!r}), {_short_repr(self.options)}, ["]
+                 f"replay(impls.get({self.impl.name!r}), {_short_repr(self.initial_options)}, ["]
         lines += [f"    {action!r}," for action in self.actions]
         return "\n".join(lines + ["])"])
 
@@ -92,7 +93,7 @@ class Scenario:
             outputs = {run: self.modules[run](*runs_args[run], **kwargs) for run in RUNS}
         self.contract.forward(Call(self.inputs.signature, self.training, self.device, self.attribute_sets,
                                    self.inputs.requiring_grad, frozenset(self._parameter_names()) - self.frozen,
-                                   grad_enabled=not action.no_grad))
+                                   grad_enabled=not action.no_grad, memory_options=self.memory_options))
         assert_matches_oracle(outputs, path="output")
         actual, expected = outputs["actual"], outputs["eager"]
         assert actual.requires_grad == expected.requires_grad, (
@@ -140,6 +141,11 @@ class Scenario:
         for module in self.modules.values():
             module.to(action.device)
         self.device = action.device
+
+    def _set_memory_optimizer(self, action: SetMemoryOptimizer) -> None:
+        self.options = dataclasses.replace(self.options, memory_opt_level=action.level)
+        self.impl.reconfigure(self.wrapped, self.options)
+        self.memory_options = (self.options.memory_opt_level, self.options.memory_opt_config)
 
     def _parameter_names(self) -> list[str]:
         return [name for name, _ in self.modules["eager"].named_parameters()]

@@ -69,6 +69,12 @@ class ReferenceModule(torch.nn.Module):
         """A snapshot of what the pipeline did for this module so far."""
         return Counters(**vars(self._counters))
 
+    def set_options(self, options: Options) -> None:
+        """Use ``options`` from the next forward on: a changed memory optimizer rebuilds the gradient
+        graphs (the transition machine decides), a changed fallback policy applies at once."""
+        recompute_config.load(options.memory_opt_config)
+        self.__dict__["_options"] = options
+
     def memory_report(self):
         """The memory optimizer's plans for the training graph (``reference.recompute.MemoryReport``),
         or None before the first training forward that built gradients."""
@@ -99,7 +105,8 @@ class ReferenceModule(torch.nn.Module):
 
     def _prepare(self, tensors, schema):
         trainable = {key for key, p in self.module.named_parameters() if p.requires_grad}
-        state = GraphState.of_call(self, tensors, schema, self._device(), self._module_version)
+        memory = (self._options.memory_opt_level, self._options.memory_opt_config)
+        state = GraphState.of_call(self, tensors, schema, self._device(), self._module_version, memory)
         transition, graphs = self._graphs.step(state, torch.is_grad_enabled())
         if transition.export:
             self._compiled[self.training] = compile_stage.export(self.module, tensors, state)

@@ -2,7 +2,8 @@
 
 The export bakes in what the trace saw: the input schema (structure, constants, dtypes, ranks),
 train/eval mode (dropout, ``if self.training``), device and the module's Python attributes. The
-gradient graph depends on which graph inputs need gradients. Sessions follow from either.
+gradient graph depends on which graph inputs need gradients and on the memory optimizer's options
+(recompute rewrites the gradient graphs, never the export). Sessions follow from either.
 Checking in this order makes the reason name the change the user made (a device move changes the
 inputs' schema too).
 
@@ -25,9 +26,10 @@ DEVICE_CHANGED = "device changed"
 MODULE_CHANGED = "module attribute changed"
 INPUTS_GRAD_CHANGED = "inputs requiring grad changed"
 TRAINABLE_CHANGED = "trainable parameters changed"
+MEMORY_OPTIONS_CHANGED = "memory optimizer options changed"
 REUSED = "reuse: nothing changed"
 REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED,
-           INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, REUSED)
+           INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,12 +40,14 @@ class GraphState:
     inputs_requiring_grad: tuple[bool, ...]  # per flattened user tensor, as declared (grad mode aside)
     trainable: tuple[bool, ...]              # per module parameter, named_parameters() order
     module_version: int = 0                  # bumped by every attribute set through the wrapper
+    memory_options: tuple = ()               # the memory optimizer's level and config
 
     @classmethod
-    def of_call(cls, module, tensors, schema: Schema, device: str, module_version: int = 0) -> "GraphState":
+    def of_call(cls, module, tensors, schema: Schema, device: str, module_version: int = 0,
+                memory_options: tuple = ()) -> "GraphState":
         """The state a forward of ``module`` on flattened ``tensors`` asks for."""
         return cls(schema, module.training, device, tuple(t.requires_grad for t in tensors),
-                   tuple(p.requires_grad for _, p in module.named_parameters()), module_version)
+                   tuple(p.requires_grad for _, p in module.named_parameters()), module_version, memory_options)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +80,8 @@ def decide(previous: GraphState | None, current: GraphState, grad_enabled: bool 
         return Transition(False, True, INPUTS_GRAD_CHANGED)
     if previous.trainable != current.trainable:
         return Transition(False, True, TRAINABLE_CHANGED)
+    if previous.memory_options != current.memory_options:
+        return Transition(False, True, MEMORY_OPTIONS_CHANGED)
     return REUSE
 
 

@@ -236,3 +236,11 @@ class RecomputeAppliesOneLess(_PatchedDuringForward):
             return list(plan.occurrences[: max(0, wanted - 1)])
 
         return recompute, "_first", one_less
+
+
+class IgnoresNewMemoryOptions(ReferenceImpl):
+    """Accepts a change of memory-optimizer options and silently keeps the old gradient graphs."""
+    name = "ignores_new_memory_options"
+
+    def reconfigure(self, wrapped, options):
+        self.check_options(options)

@@ -9,7 +9,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOneUlp", "GradientsOffByOnePermille",
            "ReexportsOnNewSizes", "OneGraphSlot", "WhereGradToWrongBranch", "Segfaults", "Hangs", "RecomputeRedrawsDropout", "RecomputeOverClaims",
-           "RecomputeAppliesOneLess"]
+           "RecomputeAppliesOneLess", "IgnoresNewMemoryOptions"]
 
 
 @pytest.fixture
@@ -47,6 +47,7 @@ def run(project, *args):
     ("recompute_over_claims", "suites/test_recompute.py", "test_kept_bytes_drop_by_the_claimed_saving[recompute_over_claims-1]"),
     ("recompute_applies_one_less", "suites/test_recompute.py", "test_applied_plans_are_what_was_asked[recompute_applies_one_less-0]"),
     ("recompute_applies_one_less", "suites/test_recompute.py", "test_applied_plans_are_what_was_asked[recompute_applies_one_less-1]"),
+    ("ignores_new_memory_options", "suites/test_transitions.py", "test_transitions[ignores_new_memory_options-recompute]"),
 ])
 def test_each_mutant_is_caught_by_its_property(project, impl_name, suite, test):
     result = run(project, f"{suite}::{test}", "--impl", impl_name)

@@ -3,9 +3,9 @@
 Running them is :mod:`ortcheck.stateful`'s job.
 """
 from ortcheck.strategies.transitions.actions import (
-    ACTIONS, Forward, MoveTo, SetAttribute, SetMode, SetRequiresGrad, SetTrainable, Step,
+    ACTIONS, Forward, MoveTo, SetAttribute, SetMemoryOptimizer, SetMode, SetRequiresGrad, SetTrainable, Step,
 )
 from ortcheck.strategies.transitions.families import EXAMPLES, FAMILIES, GPU_FAMILIES, family_actions, family_examples
 
-__all__ = ["ACTIONS", "EXAMPLES", "FAMILIES", "GPU_FAMILIES", "Forward", "MoveTo", "SetAttribute", "SetMode",
+__all__ = ["ACTIONS", "EXAMPLES", "FAMILIES", "GPU_FAMILIES", "Forward", "MoveTo", "SetAttribute", "SetMemoryOptimizer", "SetMode",
            "SetRequiresGrad", "SetTrainable", "Step", "family_actions", "family_examples"]

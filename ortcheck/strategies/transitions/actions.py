@@ -84,4 +84,11 @@ class MoveTo(_ReadableRepr):
     device: str = "cpu"
 
 
-ACTIONS = (Forward, Step, SetRequiresGrad, SetTrainable, SetAttribute, SetMode, MoveTo)
+@dataclasses.dataclass(frozen=True, repr=False)
+class SetMemoryOptimizer(_ReadableRepr):
+    """Change the wrapped module's memory-optimizer level (``Implementation.reconfigure``)."""
+
+    level: int = 1
+
+
+ACTIONS = (Forward, Step, SetRequiresGrad, SetTrainable, SetAttribute, SetMode, MoveTo, SetMemoryOptimizer)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ortcheck.models.transition_subject import PARAMETERS
 from ortcheck.strategies.transitions.actions import (
-    Forward, MoveTo, SetAttribute, SetMode, SetRequiresGrad, SetTrainable, Step,
+    Forward, MoveTo, SetAttribute, SetMemoryOptimizer, SetMode, SetRequiresGrad, SetTrainable, Step,
 )
 
 SEEDS = st.integers(0, 255)
@@ -34,6 +34,7 @@ CHANGES = {
     "modes": st.builds(SetMode, training=st.booleans()),
     "no_grad": st.builds(Forward, sizes=st.sampled_from(["same", "other"]), no_grad=st.just(True), seed=SEEDS),
     "device": st.builds(MoveTo, device=st.sampled_from(["cpu", "cuda"])),
+    "recompute": st.builds(SetMemoryOptimizer, level=st.sampled_from([0, 1, 2])),
 }
 FAMILIES = (*CHANGES, "mixed")
 GPU_FAMILIES = ("device",)
@@ -66,6 +67,9 @@ EXAMPLES: dict[str, tuple[tuple, ...]] = {
                SetMode(training=False), Forward()),),
     "no_grad": ((Forward(no_grad=True), Forward(), Step(), Forward(sizes="other", no_grad=True)),),
     "device": ((Forward(), Step(), MoveTo(device="cuda"), Forward(), Step(), MoveTo(device="cpu"), Forward()),),
+    "recompute": ((Forward(), Step(), SetMemoryOptimizer(level=1), Forward(), Step(), SetMemoryOptimizer(level=2),
+                   Forward(no_grad=True), Forward(sizes="other"), Step(), SetMemoryOptimizer(level=0),
+                   SetMode(training=False), Forward(), Step()),),
 }
 
 

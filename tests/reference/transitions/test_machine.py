@@ -7,7 +7,7 @@ import torch
 
 from reference.nested_io import flatten
 from reference.transitions import REASONS, GraphState, Graphs, Transition, decide
-from reference.transitions.machine import (FIRST_FORWARD, MODE_CHANGED, MODULE_CHANGED, REUSE, REUSED, SCHEMA_CHANGED,
+from reference.transitions.machine import (FIRST_FORWARD, MEMORY_OPTIONS_CHANGED, MODE_CHANGED, MODULE_CHANGED, REUSE, REUSED, SCHEMA_CHANGED,
                                            TRAINABLE_CHANGED)
 
 
@@ -102,5 +102,12 @@ def test_every_reason_is_in_the_vocabulary():
     seen = {decide(None, BASE).reason, decide(BASE, BASE).reason, Graphs(train=BASE).step(state(training=False))[0].reason}
     seen |= {decide(BASE, changed).reason for changed in (
         state(data=(torch.zeros(2, 3, 1),)), state(training=False), state(device="cuda"),
-        dataclasses.replace(BASE, module_version=1), state(inputs_grad=(False,)), state(trainable=(False, True)))}
+        dataclasses.replace(BASE, module_version=1), state(inputs_grad=(False,)), state(trainable=(False, True)),
+        dataclasses.replace(BASE, memory_options=(1, ())))}
     assert seen == set(REASONS)
+
+
+def test_changed_memory_optimizer_options_rebuild_gradients_only_and_not_under_no_grad():
+    recompute = dataclasses.replace(BASE, memory_options=(1, ()))
+    assert decide(BASE, recompute) == Transition(False, True, MEMORY_OPTIONS_CHANGED)
+    assert decide(BASE, recompute, grad_enabled=False) == REUSE
