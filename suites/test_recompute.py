@@ -71,6 +71,13 @@ def _has_dropout(stack: LayerStack) -> bool:
     return any(getattr(block, "dropout", None) or getattr(block, "p", 0) for block in stack.blocks)
 
 
+def _oracle_applies(stack: LayerStack) -> bool:
+    """Eager is an oracle for the stack's values unless it draws dropout masks (onnxruntime draws
+    other ones) or rounds through float16 (a step function: one ulp of difference upstream can move
+    a value by a whole float16 step, which the float64 twin rounds elsewhere)."""
+    return not _has_dropout(stack) and not any(isinstance(block, blocks.HalfStorage) for block in stack.blocks)
+
+
 class Pair:
     """The same model wrapped twice, without recompute and with ``options``, run on the same inputs."""
 
@@ -148,12 +155,12 @@ def for_canonical_and_drawn(check, canonical=CANONICAL, stack_strategy=None):
 
 
 def _no_number_changes(impl, options, stack, seed, recompute, level):
-    """Outputs, loss and gradients bitwise equal to no recompute, and (no dropout) within the oracle.
+    """Outputs, loss and gradients bitwise equal to no recompute, and within the oracle where eager is one.
     With dropout, the same seed must give the same masks: a recomputed Dropout reuses the forward's."""
     pair = Pair(impl, options, stack, seed, **recompute)
     expected, actual = pair.run(pair.baseline), pair.run(pair.variant)
     assert_bitwise_equal(actual.values, expected.values, path=f"{recompute}")
-    if not _has_dropout(stack):  # with dropout, eager draws other masks
+    if _oracle_applies(stack):
         modules = module_runs(pair.eager, pair.variant, seed)
         runs = input_runs(tuple(pair.inputs), seed=seed, device=pair.device)
         assert_matches_oracle({run: _plain_step(modules[run], stack, runs[run]) for run in RUNS}, path="step")
@@ -214,9 +221,10 @@ test_kept_bytes_drop_by_the_claimed_saving = pytest.mark.requires(Capability.KEP
 def test_layer_inputs_stay_stashed(impl, options, level):
     """Layer-wise recompute keeps every transformer layer's input: the value the pipeline kept
     for it without recompute is still kept, bit for bit. Layer inputs are found by value from
-    eager's forward pre-hooks, so the stacks have no dropout (eager would draw other masks)."""
+    eager's forward pre-hooks, so the stacks have no dropout (eager would draw other masks) and no
+    float16 round trip (eager's values can sit a float16 step away)."""
     @heavy
-    @given(stack=transformer_stacks(), seed=st.integers(0, 2**16))
+    @given(stack=transformer_stacks(half_storage=False), seed=st.integers(0, 2**16))
     def drawn(stack, seed):
         pair = Pair(impl, options, stack, seed, memory_opt_level=level)
         layer_inputs = _layer_inputs(pair)

@@ -201,18 +201,21 @@ def _stacks(draw, sources, block_lists, batches, sequences, optional_sequences, 
 def transformer_stacks(min_layers: int = 1, max_layers: int = 3, extra_block_kinds: Sequence[str] = BLOCK_KINDS,
                        max_extra_blocks: int = 2, dropout_ps: Sequence[float] = (0.0,),
                        hidden_sizes: Sequence[int] = HIDDEN_SIZES, max_batch: int = 3, max_seq: int = 6,
-                       ) -> st.SearchStrategy[LayerStack]:
+                       half_storage: bool = True) -> st.SearchStrategy[LayerStack]:
     """Stacks of ``min_layers..max_layers`` pre-LN transformer layers, with up to ``max_extra_blocks``
     other blocks (and half-storage blocks) mixed in: what layer-wise recompute has boundaries to find.
     Dropout probabilities come from ``dropout_ps`` (with dropout > 0 only implementation-vs-itself
-    comparisons are deterministic)."""
+    comparisons are deterministic); ``half_storage=False`` leaves out the float16 round trip, a step
+    function eager can't be an element-wise reference through."""
     if not 1 <= min_layers <= max_layers:
         raise ValueError(f"need 1 <= min_layers <= max_layers, got {min_layers}, {max_layers}")
     head_dims = tuple(size for size in hidden_sizes if size <= 8) or (min(hidden_sizes),)
     layers = st.lists(transformer_blocks(head_dims=head_dims, dropout_ps=dropout_ps),
                       min_size=min_layers, max_size=max_layers)
-    extras = st.lists(st.one_of(stack_blocks(extra_block_kinds, hidden_sizes, dropout_ps),
-                                half_storage_blocks(hidden_sizes)), max_size=max_extra_blocks)
+    extra = stack_blocks(extra_block_kinds, hidden_sizes, dropout_ps)
+    if half_storage:
+        extra = st.one_of(extra, half_storage_blocks(hidden_sizes))
+    extras = st.lists(extra, max_size=max_extra_blocks)
     return _transformer_stacks(stack_inputs(hidden_sizes=hidden_sizes), layers, extras, st.integers(1, max_batch),
                                st.integers(1, max_seq), st.sampled_from(LOSS_KINDS))
 
