@@ -18,7 +18,7 @@ def forward_model(forward: ForwardModel, stashed: Iterable[str]) -> onnx.ModelPr
     model.graph.node.extend(forward.nodes + forward.added_nodes)
     inferred = onnx.shape_inference.infer_shapes(model, data_prop=True).graph
     types = {v.name: v.type for v in [*inferred.input, *inferred.value_info, *inferred.output]}
-    model.graph.output.extend(_value_info(name, types.get(name)) for name in stashed)
+    model.graph.output.extend(value_info(name, types.get(name)) for name in stashed)
     return model
 
 
@@ -33,9 +33,9 @@ def backward_model(
 ) -> onnx.ModelProto:
     """Inputs: output grads, needed forward inputs, stashed values; outputs: the input grads."""
     types = {v.name: v.type for v in [*forward.model.graph.input, *forward_proto.graph.output]}
-    inputs = [_value_info(grad, forward.value_type(output)) for output, grad in output_grads.items()]
-    inputs += [_value_info(name, types.get(name)) for name in [*inputs_needed, *stashed]]
-    outputs = [_value_info(grad, types.get(name)) for name, grad in input_grads.items() if grad is not None]
+    inputs = [value_info(grad, forward.value_type(output)) for output, grad in output_grads.items()]
+    inputs += [value_info(name, types.get(name)) for name in [*inputs_needed, *stashed]]
+    outputs = [value_info(grad, types.get(name)) for name, grad in input_grads.items() if grad is not None]
     graph = helper.make_graph(
         ctx.nodes, f"{forward.model.graph.name}_backward", inputs, outputs, initializer=ctx.initializers
     )
@@ -45,7 +45,8 @@ def backward_model(
     )
 
 
-def _value_info(name: str, value_type: onnx.TypeProto | None) -> onnx.ValueInfoProto:
+def value_info(name: str, value_type: onnx.TypeProto | None) -> onnx.ValueInfoProto:
+    """A graph input/output declaration of ``name`` with ``value_type`` (untyped when None)."""
     value = onnx.ValueInfoProto(name=name)
     if value_type is not None:
         value.type.CopyFrom(value_type)

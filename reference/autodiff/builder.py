@@ -12,7 +12,7 @@ from reference.autodiff.activity import values_needing_gradients
 from reference.autodiff.context import GradientContext
 from reference.autodiff.forward import ForwardModel
 from reference.autodiff.grad_node import MIN_OPSET, GradNode, node_name
-from reference.autodiff.names import UniqueNames
+from reference.autodiff.names import UniqueNames, graph_names
 from reference.autodiff.registry import rule_for
 
 
@@ -31,7 +31,7 @@ def build_gradient_graphs(model: onnx.ModelProto, requires_grad: Sequence[str]) 
     producing the gradients of the ``requires_grad`` inputs."""
     requires_grad = tuple(dict.fromkeys(requires_grad))
     _check_arguments(model, requires_grad)
-    names = UniqueNames(_all_names(model.graph))
+    names = UniqueNames(graph_names(model.graph))
     forward = ForwardModel(model, names)
     needed = values_needing_gradients(forward, requires_grad)
     ctx = GradientContext(forward, names)
@@ -84,13 +84,3 @@ def _check_arguments(model: onnx.ModelProto, requires_grad: tuple[str, ...]) -> 
     opset = next((entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), 0)
     if opset < MIN_OPSET:
         raise ValueError(f"the model uses opset {opset}; gradient graphs need opset >= {MIN_OPSET}")
-
-
-def _all_names(graph: onnx.GraphProto) -> set[str]:
-    names = {value.name for value in [*graph.input, *graph.output, *graph.value_info]}
-    names.update(tensor.name for tensor in graph.initializer)
-    for node in graph.node:
-        names.update(node.input)
-        names.update(node.output)
-        names.add(node.name)
-    return names

@@ -31,14 +31,14 @@ def optimize(graphs: GradientGraphs, level: int = 0, config: Sequence[str] | str
         raise RecomputeConfigError(f"memory optimization level must be one of {LEVELS}, got {level!r}")
     entries = config_stage.load(config)
     facts = ForwardFacts(graphs)
-    plans = find_plans(facts, level)
+    boundaries = layer_inputs(facts) if level >= 1 else set()
+    plans = find_plans(facts, level, boundaries)
     requested = _requested(plans, level, entries)
     applied = {plan.key: _first(plan, requested[plan.key]) for plan in plans if plan.key in requested}
     occurrences = [o for done in applied.values() for o in done]
     optimized = apply(facts, occurrences)
     kept = set(optimized.stashed) - set(graphs.stashed)
     kept -= {leaf for o in occurrences if o.strategy == COMPROMISE for leaf in o.kept_leaves}
-    boundaries = layer_inputs(facts) if level >= 1 else set()
     report = report_stage.build(facts, plans, applied, requested, sizes, level, tuple(map(str, entries)),
                                 boundaries, kept)
     return optimized, report

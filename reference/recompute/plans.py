@@ -54,9 +54,11 @@ class Plan:
         return sympy.simplify(sum((o.saving for o in self.occurrences), sympy.Integer(0)))
 
 
-def find_plans(facts: ForwardFacts, level: int) -> list[Plan]:
-    """Every plan of the forward graph at ``level`` (plans at level 0 use the base allow-list)."""
-    boundaries = layer_inputs(facts) if level >= 1 else set()
+def find_plans(facts: ForwardFacts, level: int, boundaries: set[str] | None = None) -> list[Plan]:
+    """Every plan of the forward graph at ``level`` (plans at level 0 use the base allow-list).
+    ``boundaries``: the layer inputs tracing stops at (default: :func:`layer_inputs` from level 1)."""
+    if boundaries is None:
+        boundaries = layer_inputs(facts) if level >= 1 else set()
     occurrences = []
     for node in facts.nodes:
         if any(name in boundaries for name in node.output):

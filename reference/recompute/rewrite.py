@@ -16,7 +16,8 @@ import onnx
 from onnx import helper, numpy_helper
 
 from reference.autodiff import GradientGraphs
-from reference.autodiff.names import UniqueNames
+from reference.autodiff.assemble import value_info
+from reference.autodiff.names import UniqueNames, graph_names
 from reference.recompute.graph import ForwardFacts
 from reference.recompute.plans import Occurrence
 
@@ -25,7 +26,7 @@ def apply(facts: ForwardFacts, occurrences: Sequence[Occurrence]) -> GradientGra
     graphs = facts.graphs
     if not occurrences:
         return graphs
-    names = UniqueNames(_names(graphs.forward.graph) | _names(graphs.backward.graph))
+    names = UniqueNames(graph_names(graphs.forward.graph) | graph_names(graphs.backward.graph))
     removed = {name for occurrence in occurrences for name in occurrence.outputs}
     clones = {id(node): node for occurrence in occurrences for node in occurrence.subgraph}
     ordered = sorted(clones.values(), key=lambda node: facts.order[id(node)])
@@ -70,7 +71,7 @@ def apply(facts: ForwardFacts, occurrences: Sequence[Occurrence]) -> GradientGra
     backward_inputs = [*graphs.output_grad_names, *needed, *stashed]
     existing = {value.name: value for value in body.input}
     del body.input[:]
-    body.input.extend(existing.get(name) or _value_info(facts, name) for name in backward_inputs)
+    body.input.extend(existing.get(name) or value_info(name, facts.types[name]) for name in backward_inputs)
 
     forward = onnx.ModelProto()
     forward.CopyFrom(graphs.forward)
@@ -78,7 +79,7 @@ def apply(facts: ForwardFacts, occurrences: Sequence[Occurrence]) -> GradientGra
     outputs = {value.name: value for value in forward.graph.output}
     model_outputs = list(forward.graph.output[:num_outputs])
     del forward.graph.output[:]
-    forward.graph.output.extend(model_outputs + [outputs.get(name) or _value_info(facts, name) for name in stashed])
+    forward.graph.output.extend(model_outputs + [outputs.get(name) or value_info(name, facts.types[name]) for name in stashed])
     return GradientGraphs(forward, backward, graphs.output_grad_names, needed, stashed, graphs.input_grads)
 
 
@@ -125,18 +126,3 @@ def _dropout_ratio(facts: ForwardFacts, node: onnx.NodeProto) -> float:
     if value is None:
         raise ValueError(f"Dropout '{node.name}' has a ratio computed at run time; it cannot be recomputed from its mask")
     return float(value)
-
-
-def _value_info(facts: ForwardFacts, name: str) -> onnx.ValueInfoProto:
-    value = onnx.ValueInfoProto(name=name)
-    value.type.CopyFrom(facts.types[name])
-    return value
-
-
-def _names(graph: onnx.GraphProto) -> set[str]:
-    found = {value.name for value in [*graph.input, *graph.output]} | {t.name for t in graph.initializer}
-    for node in graph.node:
-        found.update(node.input)
-        found.update(node.output)
-        found.add(node.name)
-    return found
