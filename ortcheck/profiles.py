@@ -43,6 +43,13 @@ def scaled(fraction: float) -> settings:
     return settings(max_examples=max(10, int(settings().max_examples * fraction)))
 
 
+def costly(fraction: float) -> settings:
+    """:func:`scaled` for properties whose every example exports a graph: a failure shrinks to one
+    reproduction and stops there (no hunt for further bugs, no explain phase: each replay re-exports)."""
+    phases = [phase for phase in settings().phases if phase is not Phase.explain]
+    return settings(scaled(fraction), report_multiple_bugs=False, phases=phases)
+
+
 @contextlib.contextmanager
 def without_shrinking() -> Iterator[None]:
     """The active profile minus the shrink phase, for tests run while inside this context."""

@@ -21,20 +21,9 @@ from ortcheck.strategies.layer_stacks import LayerStack
 pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 
 
-def _step(module, stack, inputs):
-    for p in module.parameters():
-        p.grad = None
-    outputs = module(*inputs)
-    loss = stack.loss(outputs)
-    loss.backward()
-    grads = {f"input {i}": t.grad for i, t in enumerate(inputs) if t.requires_grad}
-    grads.update((name, p.grad) for name, p in module.named_parameters())
-    return {"output": outputs, "loss": loss, "gradients": grads}
-
-
 def _assert_step_matches(stack, modules, inputs, what, device):
     runs = input_runs(inputs, seed=len(what), device=device)
-    assert_matches_oracle({run: _step(modules[run], stack, runs[run]) for run in RUNS}, path=what)
+    assert_matches_oracle({run: stack.step(modules[run], runs[run]) for run in RUNS}, path=what)
 
 
 def check_stack(impl, options, stack, seed: int) -> None:

@@ -19,7 +19,7 @@ import dataclasses
 
 import pytest
 import torch
-from hypothesis import Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ortcheck.convergence import cases, runner
@@ -27,7 +27,7 @@ from ortcheck.checks import RUNS, assert_bitwise_equal, assert_matches_oracle, i
 from ortcheck.convergence.determinism import Determinism, applied
 from ortcheck.impls import Capability
 from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
-from ortcheck.profiles import scaled
+from ortcheck.profiles import costly
 from ortcheck.strategies import blocks
 from ortcheck.strategies.blocks import Tokens, TransformerLayer
 from ortcheck.strategies.layer_stacks import LayerStack, transformer_stacks
@@ -40,10 +40,8 @@ DROPOUT_PS = (0.0, 0.1)
 
 
 def heavy(test):
-    """A tenth of the profile's examples (each exports the model twice or three times), one
-    reproduction per failure and no explain phase (each replay re-exports)."""
-    phases = [phase for phase in settings().phases if phase is not Phase.explain]
-    return settings(scaled(0.1), report_multiple_bugs=False, phases=phases)(test)
+    """A tenth of the profile's examples: each exports the model two or three times."""
+    return costly(0.1)(test)
 
 
 @dataclasses.dataclass
@@ -55,16 +53,9 @@ class Step:
 
 def train_step(module: torch.nn.Module, stack: LayerStack, inputs, seed: int, device: str) -> Step:
     """One seeded forward and backward (every RNG, onnxruntime's included, seeded alike)."""
-    for p in module.parameters():
-        p.grad = None
-    params = list(module.parameters())
-    with applied(Determinism.for_device(device, seed), device), kept_tensors([*params, *inputs]) as kept:
-        outputs = module(*inputs)
-        loss = stack.loss(outputs)
-    loss.backward()
-    grads = {f"input {i}": t.grad for i, t in enumerate(inputs) if t.requires_grad}
-    grads.update((name, p.grad) for name, p in module.named_parameters())
-    return Step({"output": outputs, "loss": loss, "gradients": grads}, kept.nbytes, kept.tensors)
+    with applied(Determinism.for_device(device, seed), device), kept_tensors([*module.parameters(), *inputs]) as kept:
+        values = stack.step(module, inputs)
+    return Step(values, kept.nbytes, kept.tensors)
 
 
 def _has_dropout(stack: LayerStack) -> bool:
@@ -163,18 +154,7 @@ def _no_number_changes(impl, options, stack, seed, recompute, level):
     if _oracle_applies(stack):
         modules = module_runs(pair.eager, pair.variant, seed)
         runs = input_runs(tuple(pair.inputs), seed=seed, device=pair.device)
-        assert_matches_oracle({run: _plain_step(modules[run], stack, runs[run]) for run in RUNS}, path="step")
-
-
-def _plain_step(module, stack, inputs):
-    for p in module.parameters():
-        p.grad = None
-    outputs = module(*inputs)
-    loss = stack.loss(outputs)
-    loss.backward()
-    grads = {f"input {i}": t.grad for i, t in enumerate(inputs) if t.requires_grad}
-    grads.update((name, p.grad) for name, p in module.named_parameters())
-    return {"output": outputs, "loss": loss, "gradients": grads}
+        assert_matches_oracle({run: stack.step(modules[run], runs[run]) for run in RUNS}, path="step")
 
 
 def _applied_as_asked(impl, options, stack, seed, recompute, level):

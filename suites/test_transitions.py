@@ -18,10 +18,11 @@ inputs/parameters needing grad change (not under no_grad), one graph cached per 
 import dataclasses
 
 import pytest
-from hypothesis import Phase, note, settings
+from hypothesis import note, settings
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
 from ortcheck.impls import Capability
+from ortcheck.profiles import costly
 from ortcheck.pytest_plugin import not_applicable
 from ortcheck.stateful import Forward, Scenario, Step, replay
 from ortcheck.strategies.transitions import FAMILIES, GPU_FAMILIES, family_actions, family_examples
@@ -39,9 +40,7 @@ def sequences(family: str) -> settings:
     """The family's share of examples. A failure shrinks to one reproduction and stops there: no
     hunt for further distinct bugs, no explain phase (each replays costly exports), so shrinking
     ends within a minute on 2 cores (bench/shrink_time.py)."""
-    examples = max(10, int(settings().max_examples * SHARE.get(family, DEFAULT_SHARE)))
-    phases = [phase for phase in settings().phases if phase is not Phase.explain]
-    return settings(max_examples=examples, stateful_step_count=STEPS, report_multiple_bugs=False, phases=phases)
+    return settings(costly(SHARE.get(family, DEFAULT_SHARE)), stateful_step_count=STEPS)
 
 
 def machine(impl, options, family):

@@ -88,6 +88,18 @@ class LayerStack:
         target = torch.randint(0, classes, outputs.shape[:-1], generator=generator).to(outputs.device)
         return F.cross_entropy(outputs.reshape(-1, classes), target.reshape(-1))
 
+    def step(self, module: nn.Module, inputs: Sequence[torch.Tensor]) -> dict:
+        """One forward and backward of ``module`` on ``inputs`` (gradients cleared first): the
+        output, the loss and every input and parameter gradient, as the suites compare them."""
+        for p in module.parameters():
+            p.grad = None
+        outputs = module(*inputs)
+        loss = self.loss(outputs)
+        loss.backward()
+        grads = {f"input {i}": t.grad for i, t in enumerate(inputs) if t.requires_grad}
+        grads.update((name, p.grad) for name, p in module.named_parameters())
+        return {"output": outputs, "loss": loss, "gradients": grads}
+
     def describe(self) -> str:
         """One line, e.g. ``features(4) -> linear(8) -> relu -> mse [batch=2, seq=3]``."""
         chain = " -> ".join([str(self.input), *map(str, self.blocks), self.loss_kind])
