@@ -12,7 +12,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_matches_oracle, input_runs, module_runs
+from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_stack_matches_eager, module_runs
 from ortcheck.impls import Capability
 from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
 from ortcheck.strategies import blocks, layer_stacks
@@ -21,27 +21,13 @@ from ortcheck.strategies.layer_stacks import LayerStack
 pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 
 
-def _assert_step_matches(stack, modules, inputs, what, device):
-    runs = input_runs(inputs, seed=len(what), device=device)
-    assert_matches_oracle({run: stack.step(modules[run], runs[run]) for run in RUNS}, path=what)
-
-
-def check_stack(impl, options, stack, seed: int) -> None:
-    """One stack through ``impl``: a first call, then a call at another batch size."""
-    eager = stack.build_module(seed).to(options.device)
-    modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options), seed)
-    _assert_step_matches(stack, modules, stack.make_inputs(seed), "first call", options.device)
-    _assert_step_matches(stack, modules, stack.make_inputs(seed + 1, batch=stack.batch + 2), "other batch",
-                         options.device)
-
-
 def test_outputs_loss_and_gradients_match_eager(impl, options, manifest_examples):
     for text in manifest_examples:  # (LayerStack(...), seed): known failing stacks of the implementation
-        check_stack(impl, options, *eval(text, vars(blocks) | {"LayerStack": LayerStack}))
+        assert_stack_matches_eager(impl, options, *eval(text, vars(blocks) | {"LayerStack": LayerStack}))
 
     @given(stack=layer_stacks(), seed=st.integers(0, 2**16))
     def drawn(stack, seed):
-        check_stack(impl, options, stack, seed)
+        assert_stack_matches_eager(impl, options, stack, seed)
 
     drawn()
 

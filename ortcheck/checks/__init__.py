@@ -8,11 +8,12 @@ from ortcheck.checks.oracle import (
 from ortcheck.checks.runs import (
     RUNS, float64_copy, fresh_leaves, input_runs, module_runs, nudged, nudged_module, to_float64,
 )
+from ortcheck.checks.stacks import assert_stack_matches_eager
 from ortcheck.checks.structure import assert_same_structure
 from ortcheck.checks.tensors import assert_tensors_close
 from ortcheck.nested import children, map_leaves, rebuild
 
 __all__ = ["FACTOR", "KeptTensors", "RUNS", "Verdict", "assert_bitwise_equal", "kept_tensors", "ulp_distance", "assert_curve_matches_oracle", "assert_matches_oracle",
-           "assert_same_structure", "assert_tensor_matches_oracle", "assert_tensors_close", "children", "curve_verdicts",
+           "assert_same_structure", "assert_stack_matches_eager", "assert_tensor_matches_oracle", "assert_tensors_close", "children", "curve_verdicts",
            "float64_copy", "fresh_leaves", "input_runs", "judge", "map_leaves", "module_runs", "nudged",
            "nudged_module", "rebuild", "to_float64"]

@@ -13,6 +13,7 @@ _REGISTRY: dict[str, str | type[Implementation]] = {
     "eager": "ortcheck.impls.eager:EagerImpl",
     "reference": "ortcheck.impls.reference:ReferenceImpl",
     "ortmodule": "ortcheck.impls.ortmodule:OrtModuleImpl",
+    "bitsandbytes": "ortcheck.impls.bitsandbytes:BitsandbytesImpl",
 }
 DEFAULT = "reference"
 ENTRY_POINT_GROUP = "ortcheck.impls"

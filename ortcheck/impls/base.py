@@ -140,6 +140,11 @@ class Implementation(abc.ABC):
         """The memory optimizer's report after a training forward (None: not observable)."""
         return None
 
+    def bnb4_block_sizes(self) -> tuple[int, ...] | None:
+        """The 4-bit block sizes the pipeline computes with (the 4-bit suites draw from these);
+        None: every size the strategies draw (16-4096)."""
+        return None
+
     def manifest_path(self) -> Path:
         """Where this implementation's expected-failure manifest lives (TOML, see ortcheck.manifest)."""
         return Path(__file__).parent / "manifests" / f"{self.name}.toml"

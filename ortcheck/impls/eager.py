@@ -15,7 +15,7 @@ class EagerImpl(ReferenceIO, Implementation):
     def capabilities(self) -> frozenset[str]:
         caps = {Capability.IO_ROUNDTRIP, Capability.IO_SCHEMA, Capability.IO_THROUGH_MODULE,
                 Capability.GRAD_PARITY, Capability.TRANSITIONS, Capability.MEM_EFFICIENT_GRAD,
-                Capability.CONVERGENCE}
+                Capability.CONVERGENCE, Capability.BNB4}
         if torch.cuda.is_available():
             caps.add(Capability.CUDA)
         return frozenset(caps)

@@ -11,6 +11,7 @@ comparison, unchanged, so their deviations show up as findings (docs/ortmodule-1
 """
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from typing import Any, Sequence
 
@@ -18,6 +19,8 @@ import torch
 
 from ortcheck.impls import _ortmodule_env, _ortmodule_memory, _ortmodule_observe
 from ortcheck.impls.base import Capability, Implementation, MemoryPlans, Observations, Options
+from ortcheck.impls.bitsandbytes import BITSANDBYTES_BLOCK_SIZES
+from ortcheck.models.linear4bit import use_kernel
 
 # ORTModule flattens both its inputs (``_io.parse_inputs_for_onnx_export``) and its outputs
 # (``_io._extract_schema``) with constant_as_tensor=True: Python int/float/bool become tensors.
@@ -39,7 +42,7 @@ class OrtModuleImpl(Implementation):
     def capabilities(self) -> frozenset[str]:
         caps = {Capability.IO_ROUNDTRIP, Capability.IO_SCHEMA, Capability.IO_THROUGH_MODULE,
                 Capability.GRAD_PARITY, Capability.TRANSITIONS, Capability.RECOMPUTE,
-                Capability.MEM_EFFICIENT_GRAD, Capability.CONVERGENCE, Capability.SKIP_CHECKS}
+                Capability.MEM_EFFICIENT_GRAD, Capability.CONVERGENCE, Capability.SKIP_CHECKS, Capability.BNB4}
         if torch.cuda.is_available() and self.unavailable_reason() is None:
             import onnxruntime
 
@@ -47,10 +50,18 @@ class OrtModuleImpl(Implementation):
                 caps.add(Capability.CUDA)
         return frozenset(caps)
 
+    def bnb4_block_sizes(self) -> tuple[int, ...]:
+        """What bitsandbytes accepts (ORTModule's 4-bit layers are bitsandbytes')."""
+        return BITSANDBYTES_BLOCK_SIZES
+
     def wrap(self, module: torch.nn.Module, options: Options = Options()) -> torch.nn.Module:
         ortmodule = _ortmodule_env.load()
         env = _ortmodule_env.env_for(options)
         module = module.to(options.device)
+        if importlib.util.find_spec("bitsandbytes") is not None:
+            # 4-bit layers call bitsandbytes' MatMul4Bit, the Function ORTModule exports as
+            # com.microsoft::MatMulBnb4 (#18131); without bitsandbytes they stay PythonOps.
+            use_kernel(module, "bitsandbytes")
         with _ortmodule_env.applied(env):
             wrapped = ortmodule.ORTModule(module)
         _ortmodule_observe.install(wrapped, env)

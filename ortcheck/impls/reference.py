@@ -34,10 +34,14 @@ class ReferenceImpl(ReferenceIO, Implementation):
     def capabilities(self) -> frozenset[str]:
         caps = {Capability.IO_ROUNDTRIP, Capability.IO_SCHEMA, Capability.IO_THROUGH_MODULE,
                 Capability.GRAD_PARITY, Capability.TRANSITIONS, Capability.RECOMPUTE,
-                Capability.KEPT_TENSORS_VISIBLE, Capability.CONVERGENCE}
+                Capability.KEPT_TENSORS_VISIBLE, Capability.CONVERGENCE, Capability.BNB4}
         if torch.cuda.is_available():
             caps.add(Capability.CUDA)
         return frozenset(caps)
+
+    def bnb4_block_sizes(self) -> tuple[int, ...]:
+        """What onnxruntime's CPU ``MatMulBnb4`` kernel, which runs the 4-bit product, accepts."""
+        return (16, 32, 64, 128, 256)
 
     def wrap(self, module: torch.nn.Module, options: Options = Options()) -> torch.nn.Module:
         from reference import ReferenceModule

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Callable
 
 import torch
 from torch import nn
 
 from ortcheck.models.layers import MLP, Residual, SelfAttention
+from ortcheck.models.linear4bit import Linear4Bit, quantize_linears
+from ortcheck.strategies.bnb4 import QUANT_TYPES, Weight4Bit
 
 # simplest first: hypothesis shrinks towards the front
 ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
@@ -169,6 +172,52 @@ class HalfStorage(Block):
 class _AbsHalfRoundTrip(nn.Module):
     def forward(self, x):
         return x.abs().half().to(x.dtype)  # the float64 twin rounds through float16 alike
+
+
+@dataclasses.dataclass(frozen=True)
+class Bnb4Linear(Block):
+    """A frozen 4-bit linear layer (:class:`ortcheck.models.linear4bit.Linear4Bit`): its float weight
+    is drawn as :class:`Weight4Bit` ``kind`` (zeros, outliers, constant blocks) and scaled by
+    1/sqrt(width) before quantizing; bias and LoRA adapters (alpha = 2 x rank) optional."""
+
+    out: int
+    block_size: int = 16
+    quant_type: str = "nf4"
+    kind: str = "normal"
+    bias: bool = True
+    lora_rank: int = 0
+
+    def build(self, width):
+        seed = int(torch.randint(0, 2**31 - 1, ()))  # from the stack's seeded generator
+        weight = Weight4Bit(self.out, width, self.block_size, self.quant_type, self.kind, seed).tensor()
+        bias = 0.1 * torch.randn(self.out) if self.bias else None
+        return Linear4Bit(weight / math.sqrt(width), bias, self.block_size, QUANT_TYPES[self.quant_type],
+                          self.lora_rank, lora_alpha=2.0 * self.lora_rank)
+
+    def out_width(self, width):
+        return self.out
+
+    def __str__(self):
+        extras = "".join([", bias" * self.bias, f", lora r{self.lora_rank}" * bool(self.lora_rank)])
+        return f"{self.quant_type}({self.out}, block {self.block_size}, {self.kind}{extras})"
+
+
+@dataclasses.dataclass(frozen=True)
+class QLoRA:
+    """What turns a built stack into a QLoRA model: every ``nn.Linear`` becomes 4-bit with LoRA
+    adapters of ``lora_rank`` and every other parameter is frozen (:func:`quantize_linears`)."""
+
+    block_size: int = 16
+    quant_type: str = "nf4"
+    lora_rank: int = 1
+    lora_alpha: float = 2.0
+
+    def apply(self, module: nn.Module) -> nn.Module:
+        return quantize_linears(module, self.block_size, QUANT_TYPES[self.quant_type], self.lora_rank,
+                                self.lora_alpha)
+
+    def __str__(self):
+        return f"qlora({self.quant_type}, block {self.block_size}, r{self.lora_rank}, alpha {self.lora_alpha})"
 
 
 # ---- what feeds the first block

@@ -16,8 +16,8 @@ from torch import nn
 
 from ortcheck.models.seeding import build_seeded
 from ortcheck.strategies.blocks import (
-    ACTIVATIONS, Activation, Attention, Block, Dropout, Features, HalfStorage, LayerNorm, Linear, ResidualMLP,
-    Tokens, TransformerLayer,
+    ACTIVATIONS, Activation, Attention, Block, Dropout, Features, HalfStorage, LayerNorm, Linear, QLoRA,
+    ResidualMLP, Tokens, TransformerLayer,
 )
 
 BLOCK_KINDS = ("linear", "activation", "layernorm", "dropout", "residual_mlp", "attention")  # simplest first
@@ -33,13 +33,15 @@ LOSS_SEED = 1234  # targets depend on the output shape only: the loss is the sam
 @dataclasses.dataclass(frozen=True)
 class LayerStack:
     """``input`` feeding ``blocks`` in order, trained on ``loss_kind`` (``"mse"`` to a seeded target,
-    ``"cross_entropy"`` with the last axis as classes). ``seq=None``: inputs have no sequence axis."""
+    ``"cross_entropy"`` with the last axis as classes). ``seq=None``: inputs have no sequence axis.
+    ``qlora``: the built stack's linears become 4-bit with LoRA adapters, the rest frozen."""
 
     input: Features | Tokens
     blocks: tuple[Block, ...]
     batch: int = 1
     seq: int | None = None
     loss_kind: str = "mse"
+    qlora: QLoRA | None = None
 
     def __post_init__(self):
         if self.loss_kind not in LOSS_KINDS:
@@ -69,7 +71,8 @@ class LayerStack:
             for block in self.blocks:
                 modules.append(block.build(width))
                 width = block.out_width(width)
-            return nn.Sequential(*modules)
+            module = nn.Sequential(*modules)
+            return self.qlora.apply(module) if self.qlora else module
 
         return build_seeded(assemble, seed)
 
@@ -103,7 +106,8 @@ class LayerStack:
     def describe(self) -> str:
         """One line, e.g. ``features(4) -> linear(8) -> relu -> mse [batch=2, seq=3]``."""
         chain = " -> ".join([str(self.input), *map(str, self.blocks), self.loss_kind])
-        return f"{chain} [batch={self.batch}, seq={self.seq}]"
+        qlora = f" as {self.qlora}" if self.qlora else ""
+        return f"{chain}{qlora} [batch={self.batch}, seq={self.seq}]"
 
 
 # ---- one strategy per block kind

@@ -119,10 +119,10 @@ def _where_x_to_the_wrong_branch(ctx, node):
 
 
 @contextlib.contextmanager
-def _rule_replaced(op_type, rule):
+def _rule_replaced(op_type, rule, domain=""):
     from reference.autodiff import registry
 
-    key = ("", op_type)
+    key = (domain, op_type)
     saved = registry._RULES[key]
     registry._RULES[key] = [(1, rule)]
     try:
@@ -131,21 +131,72 @@ def _rule_replaced(op_type, rule):
         registry._RULES[key] = saved
 
 
-class WhereGradToWrongBranch(ReferenceImpl):
-    """The reference with a Where gradient rule that sends X's gradient to the wrong branch. Generated
-    models only need the gradient of masked_fill's input (Y), so only the op-level suite can tell."""
-    name = "where_wrong_branch"
+class _RuleReplaced(ReferenceImpl):
+    """The reference with one gradient rule replaced while its forward (and so its build) runs."""
+    op_type, domain = "", ""
+
+    def rule(self, ctx, node):
+        raise NotImplementedError
 
     def wrap(self, module, options=Options()):
         wrapped = super().wrap(module, options)
         forward = wrapped.forward
 
         def forward_with_the_wrong_rule(*args, **kwargs):
-            with _rule_replaced("Where", _where_x_to_the_wrong_branch):
+            with _rule_replaced(self.op_type, self.rule, self.domain):
                 return forward(*args, **kwargs)
 
         wrapped.__dict__["forward"] = forward_with_the_wrong_rule
         return wrapped
+
+
+class WhereGradToWrongBranch(_RuleReplaced):
+    """The reference with a Where gradient rule that sends X's gradient to the wrong branch. Generated
+    models only need the gradient of masked_fill's input (Y), so only the op-level suite can tell."""
+    name = "where_wrong_branch"
+    op_type = "Where"
+    rule = staticmethod(_where_x_to_the_wrong_branch)
+
+
+class _OtherCodeBook:
+    """A MatMulBnb4 node seen with the other quant type (NF4 for FP4 and back)."""
+
+    def __init__(self, node):
+        self._node = node
+
+    def __getattr__(self, name):
+        return getattr(self._node, name)
+
+    def attr(self, name, default=None):
+        value = self._node.attr(name, default)
+        return 1 - value if name == "quant_type" else value
+
+
+class Bnb4GradOtherCodeBook(_RuleReplaced):
+    """The reference with a MatMulBnb4 gradient that dequantizes with the other code book: the
+    input gradient comes from the wrong weight while the forward stays right."""
+    name = "bnb4_grad_other_code_book"
+    op_type, domain = "MatMulBnb4", "com.microsoft"
+
+    @staticmethod
+    def rule(ctx, node):
+        from reference.autodiff.rules.op_matmulbnb4 import matmulbnb4_grad
+
+        return matmulbnb4_grad(ctx, _OtherCodeBook(node))
+
+
+class Bnb4WeightGetsZeroGrad(EagerImpl):
+    """Hands the frozen packed weights a zero gradient after backward, as a pipeline returning a
+    gradient for every graph input would: the optimizer then touches the 4-bit bytes."""
+    name = "bnb4_weight_gets_zero_grad"
+
+    def wrap(self, module, options=Options()):
+        for parameter in module.parameters():
+            if parameter.dtype == torch.uint8:
+                parameter.requires_grad_(False)
+                module.register_full_backward_hook(
+                    lambda *_, p=parameter: setattr(p, "grad", torch.zeros_like(p)))
+        return module
 
 
 class Segfaults(EagerImpl):

@@ -1,0 +1,35 @@
+"""``bitsandbytes``: eager PyTorch with the 4-bit product computed by bitsandbytes' own
+``matmul_4bit`` (its ``MatMul4Bit`` autograd Function, what ``bnb.nn.Linear4bit`` calls). A third
+implementation of the 4-bit math, for users who train QLoRA without ONNX Runtime. Everything else
+is the eager module unchanged, so it only claims the 4-bit properties and convergence."""
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+
+from ortcheck.impls.base import Capability, Options
+from ortcheck.impls.eager import EagerImpl
+from ortcheck.models.linear4bit import use_kernel
+
+
+BITSANDBYTES_BLOCK_SIZES = (32, 64, 128, 256, 512, 1024, 2048, 4096)
+
+
+class BitsandbytesImpl(EagerImpl):
+    name = "bitsandbytes"
+
+    def unavailable_reason(self) -> str | None:
+        if importlib.util.find_spec("bitsandbytes") is None:
+            return "bitsandbytes is not installed (pip install bitsandbytes==0.50.2)"
+        return None
+
+    def capabilities(self) -> frozenset[str]:
+        return frozenset({Capability.BNB4, Capability.CONVERGENCE})
+
+    def bnb4_block_sizes(self) -> tuple[int, ...]:
+        """What bitsandbytes accepts (its 4-bit layers are what users bring)."""
+        return BITSANDBYTES_BLOCK_SIZES
+
+    def wrap(self, module: torch.nn.Module, options: Options = Options()) -> torch.nn.Module:
+        return use_kernel(super().wrap(module, options), "bitsandbytes")

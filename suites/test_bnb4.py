@@ -1,0 +1,118 @@
+"""Property: 4-bit (QLoRA) layers train through the pipeline as they do in eager.
+
+Stacks mix frozen NF4/FP4 linears (odd widths, every block size the CPU kernel accepts, weights
+with zeros, outliers and constant blocks, with and without bias and LoRA adapters) with the other
+blocks; QLoRA models turn every Linear of a drawn stack 4-bit with adapters and freeze the rest
+(``ortcheck.strategies.qlora``). Eager is :class:`ortcheck.models.linear4bit.Linear4Bit`, whose
+backward is bitsandbytes': the input and the bias get gradients through the 4-bit product, the
+packed weight none.
+- Outputs, loss and every gradient (inputs, biases, adapters) pass the float64 oracle, and the
+  frozen weights have ``grad is None`` as in eager.
+- Over AdamW steps (weight decay on) the loss curve passes the oracle and the packed weights and
+  absmax stay bit-identical.
+"""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_stack_matches_eager, input_runs, module_runs
+from ortcheck.impls import Capability
+from ortcheck.profiles import costly
+from ortcheck.strategies import blocks
+from ortcheck.strategies.layer_stacks import LayerStack
+from ortcheck.strategies.bnb4 import BLOCK_SIZES
+from ortcheck.strategies.qlora import bnb4_stacks, qlora_stacks
+
+pytestmark = pytest.mark.requires(Capability.BNB4)
+
+SEEDS = st.integers(0, 2**16)
+
+
+def _examples(manifest_examples):
+    """(LayerStack(...), seed) or (LayerStack(...), seed, steps) tuples the manifest lists."""
+    return [eval(text, vars(blocks) | {"LayerStack": LayerStack}) for text in manifest_examples]
+
+
+def block_sizes(impl) -> tuple[int, ...]:
+    return impl.bnb4_block_sizes() or BLOCK_SIZES
+
+
+def test_4bit_stacks_match_eager(impl, options, manifest_examples):
+    for example in _examples(manifest_examples):
+        assert_stack_matches_eager(impl, options, *example)
+
+    @costly(0.5)
+    @given(stack=bnb4_stacks(block_sizes(impl)), seed=SEEDS)
+    def drawn(stack, seed):
+        assert_stack_matches_eager(impl, options, stack, seed)
+
+    drawn()
+
+
+def test_qlora_models_match_eager(impl, options, manifest_examples):
+    for example in _examples(manifest_examples):
+        assert_stack_matches_eager(impl, options, *example)
+
+    @costly(0.5)
+    @given(stack=qlora_stacks(block_sizes(impl)), seed=SEEDS)
+    def drawn(stack, seed):
+        assert_stack_matches_eager(impl, options, stack, seed)
+
+    drawn()
+
+
+def packed_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The 4-bit layers' packed weights (uint8) and absmax, copied."""
+    state = {name: t for name, t in module.named_parameters() if t.dtype == torch.uint8}
+    state.update((name, t) for name, t in module.named_buffers() if name.endswith("absmax"))
+    return {name: t.detach().clone() for name, t in state.items()}
+
+
+def train_adamw(stack: LayerStack, module: torch.nn.Module, run: str, steps: int, seed: int, device: str,
+                ) -> list[float]:
+    """``steps`` AdamW steps (weight decay on, every parameter handed over, frozen ones included)
+    on ``run``'s copy of seeded batches; the losses."""
+    optimizer = torch.optim.AdamW(module.parameters(), lr=1e-2, weight_decay=0.1)
+    losses = []
+    for step in range(steps):
+        inputs = input_runs(stack.make_inputs(seed + step), seed=step, device=device)[run]
+        optimizer.zero_grad()
+        loss = stack.loss(module(*inputs))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def check_training(impl, options, stack: LayerStack, seed: int, steps: int) -> None:
+    eager = stack.build_module(seed).to(options.device)
+    before = packed_state(eager)
+    assert before, f"{stack.describe()} has no 4-bit layer"
+    modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options), seed)
+    curves = {run: train_adamw(stack, modules[run], run, steps, seed, options.device) for run in RUNS}
+    assert_curve_matches_oracle(curves, what="loss")
+    after = packed_state(modules["actual"])
+    assert after.keys() == before.keys(), f"4-bit state changed names: {sorted(before)} -> {sorted(after)}"
+    for name, value in before.items():
+        assert torch.equal(after[name].cpu(), value.cpu()), f"{name} changed after {steps} AdamW steps"
+    frozen_with_grad = [name for name, p in modules["actual"].named_parameters()
+                        if p.dtype == torch.uint8 and p.grad is not None]
+    assert not frozen_with_grad, f"frozen 4-bit weights got gradients: {frozen_with_grad}"
+
+
+def test_adamw_trains_like_eager_and_leaves_4bit_weights_bit_identical(impl, options, manifest_examples):
+    for example in _examples(manifest_examples):
+        check_training(impl, options, *example)
+    sizes = block_sizes(impl)
+
+    @costly(0.3)
+    @given(stack=st.one_of(qlora_stacks(sizes), bnb4_stacks(sizes)), seed=SEEDS, steps=st.integers(1, 4))
+    def drawn(stack, seed, steps):
+        check_training(impl, options, stack, seed, steps)
+
+    drawn()
