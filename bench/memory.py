@@ -12,17 +12,14 @@ plus what the allow-list cannot recompute, +10%; a level-1 step costs at most 1.
 """
 from __future__ import annotations
 
-import argparse
 import copy
-import json
 import resource
 import statistics
-import subprocess
 import sys
 
 import torch
 
-from step_time import BATCH, CONFIG, make_step
+from step_time import BATCH, CONFIG, child_peak_rss, make_step, one_impl_arguments, write_json
 from ortcheck import impls
 from ortcheck.checks import kept_tensors
 from ortcheck.impls import Capability, Options
@@ -63,9 +60,7 @@ def measure(impl_name: str, rounds: int, steps: int) -> dict:
 
 def peak_rss(impl_name: str, level: int) -> int:
     """Peak RSS of a fresh process that wraps the model at ``level`` and trains two steps."""
-    out = subprocess.run([sys.executable, __file__, "--child", impl_name, str(level)], capture_output=True, text=True,
-                         check=True)
-    return int(out.stdout.strip().splitlines()[-1])
+    return child_peak_rss(__file__, impl_name, str(level))
 
 
 def child(impl_name: str, level: int) -> None:
@@ -104,16 +99,7 @@ def main(argv=None) -> int:
     if argv is None and sys.argv[1:2] == ["--child"]:
         child(sys.argv[2], int(sys.argv[3]))
         return 0
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--impl", default="reference")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=2)
-    parser.add_argument("--json", help="also write the results here")
-    args = parser.parse_args(argv)
-    if args.impl not in impls.names():
-        parser.error(f"unknown implementation {args.impl!r}; valid: {', '.join(impls.names())}")
-    if (reason := impls.get(args.impl).unavailable_reason()) is not None:
-        parser.error(f"{args.impl} is unavailable here: {reason}")
+    args = one_impl_arguments(__doc__.splitlines()[0], argv)
     results = measure(args.impl, args.rounds, args.steps)
     layer_inputs = CONFIG.num_layers * BATCH * CONFIG.max_seq_len * CONFIG.hidden_size * 4
     print(f"{args.impl}: Bloom-like LM {CONFIG.num_layers}x{CONFIG.hidden_size}, batch {BATCH}x{CONFIG.max_seq_len}, "
@@ -135,9 +121,7 @@ def main(argv=None) -> int:
             print("  still stashed at level 1, by producing op: " + ", ".join(
                 f"{op} {nbytes / 2**20:.1f} MiB" for op, nbytes in reference_stash_by_op(input_ids_shape()).items()))
     print("level 1 plans:\n" + (results[1]["plans"] or "n/a"))
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump({"config": vars(args), "results": results}, handle, indent=2, default=str)
+    write_json(args.json, args, results)
     return 0
 
 

@@ -13,6 +13,7 @@ import argparse
 import copy
 import json
 import os
+import subprocess
 import statistics
 import sys
 import time
@@ -55,6 +56,34 @@ def measure(names: list[str], rounds: int, steps: int) -> dict[str, dict[str, fl
         for name in names:
             times[name] += [runners[name]() for _ in range(steps)]
     return {name: {"first_step_s": first[name], "median_step_s": statistics.median(times[name])} for name in names}
+
+
+def child_peak_rss(script: str, *argv: str) -> int:
+    """Peak RSS of ``script --child ARGV...`` run in a fresh process (the peak is per process); the
+    child prints it as its last line."""
+    out = subprocess.run([sys.executable, script, "--child", *argv], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def write_json(path: str | None, args: argparse.Namespace, results: dict) -> None:
+    if path:
+        with open(path, "w") as handle:
+            json.dump({"config": vars(args), "results": results}, handle, indent=2, default=str)
+
+
+def one_impl_arguments(description: str, argv=None) -> argparse.Namespace:
+    """``--impl NAME --rounds --steps --json`` of the one-implementation benchmarks, checked."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--impl", default="reference")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--json", help="also write the results here")
+    args = parser.parse_args(argv)
+    if args.impl not in impls.names():
+        parser.error(f"unknown implementation {args.impl!r}; valid: {', '.join(impls.names())}")
+    if (reason := impls.get(args.impl).unavailable_reason()) is not None:
+        parser.error(f"{args.impl} is unavailable here: {reason}")
+    return args
 
 
 def main(argv=None) -> int:

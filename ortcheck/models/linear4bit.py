@@ -106,12 +106,18 @@ class MatMul4Bit(torch.autograd.Function):
 
 
 def _bitsandbytes_matmul(x: torch.Tensor, layer: "Linear4Bit") -> torch.Tensor:
-    import bitsandbytes
+    """bitsandbytes' ``MatMul4Bit`` Function, called as ``matmul_4bit`` does when a gradient is needed.
+
+    ``matmul_4bit`` itself (0.50.2) skips the Function when no gradient is needed, calling its
+    kernel op directly, and exporters trace under no_grad: ORTModule 1.19.2 then never sees the
+    Function it converts (the finding ``ortmodule.bnb4.matmul_4bit_bypass``).
+    """
+    from bitsandbytes.autograd._functions import MatMul4Bit as BitsandbytesMatMul4Bit
     from bitsandbytes.functional import QuantState
 
     state = QuantState(absmax=layer.absmax, shape=torch.Size(layer.shape), code=CODE_BOOKS[layer.quant_type],
                        blocksize=layer.block_size, quant_type=QUANT_TYPE_NAMES[layer.quant_type], dtype=x.dtype)
-    return bitsandbytes.matmul_4bit(x, layer.weight, quant_state=state)
+    return BitsandbytesMatMul4Bit.apply(x, layer.weight, None, None, state)
 
 
 class Linear4Bit(nn.Module):

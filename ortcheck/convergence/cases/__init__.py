@@ -4,7 +4,7 @@ A case is plain data plus three functions (model, batches, loss), so the runner 
 case alike and a golden file can record its configuration. Adding a case: one module here with a
 ``CASE`` (or ``CASES``), listed in ``_MODULES``. A case may train through the implementation
 under extra :class:`~ortcheck.impls.Options` (``options``, e.g. a memory-optimizer level) and name
-the capabilities that needs (``requires``). The 4-bit QLoRA case joins here once the bnb4 stage lands.
+the capabilities that needs (``requires``).
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class Case:
         return {"description": self.description, **self.training.to_json(), "steps": steps, **extra}
 
 
-_MODULES = ("mlp", "bloom_lm", "bloom_lm_recompute", "dropout", "bloom_lm_large")  # qlora: with the bnb4 stage
+_MODULES = ("mlp", "bloom_lm", "bloom_lm_recompute", "qlora", "dropout", "bloom_lm_large")
 
 
 def _load() -> dict[str, Case]:
