@@ -41,7 +41,7 @@ def test_run_fails_when_nothing_ran(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["run", "--impl", "nonesuch"], "invalid choice: 'nonesuch' (choose from 'eager', 'reference', 'ortmodule', 'all')"),
+    (["run", "--impl", "nonesuch"], "invalid choice: 'nonesuch' (choose from 'eager', 'reference', 'ortmodule', 'bitsandbytes', 'all')"),
     (["run", "--device", "tpu"], "invalid choice: 'tpu'"),
     (["run", "--bogus"], "unrecognized arguments: --bogus"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
