@@ -22,7 +22,22 @@ from reference.options import Counters, Options
 from reference.runtime import OrtGraphFunction
 from reference.transitions import GraphState, Graphs
 
-_FAILURES = (ExportError, UnsupportedOpError)
+
+
+class UnsupportedHookError(RuntimeError):
+    """A hook the exported graph cannot honour: inside the graph no submodule runs, so its backward
+    hooks would silently never fire. Hooks on the wrapper itself work as in eager."""
+
+
+_FAILURES = (ExportError, UnsupportedOpError, UnsupportedHookError)
+
+
+def refuse_backward_hooks_inside(module: torch.nn.Module) -> None:
+    for name, submodule in module.named_modules():
+        if submodule._backward_hooks or submodule._backward_pre_hooks:
+            raise UnsupportedHookError(
+                f"backward hook on {type(submodule).__name__} {name or '<wrapped module>'!r}: the wrapped module runs "
+                "as one graph, its submodules never run; register it on the ReferenceModule instead")
 
 
 class ReferenceModule(torch.nn.Module):
@@ -89,6 +104,7 @@ class ReferenceModule(torch.nn.Module):
             return self.module(*args, **kwargs)
         tensors, schema = nested_io.flatten((args, kwargs))
         try:
+            refuse_backward_hooks_inside(self.module)
             self._prepare(tensors, schema)
         except _FAILURES as error:
             if self._options.fallback != "auto":

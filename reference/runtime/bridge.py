@@ -6,6 +6,7 @@ from typing import Sequence
 
 import torch
 from onnx import TensorProto
+from torch.autograd.function import once_differentiable
 
 from reference.autodiff import GradientGraphs
 from reference.runtime.session import Session
@@ -66,6 +67,7 @@ class OrtGraphFunction(torch.autograd.Function):
         return tuple(outputs)
 
     @staticmethod
+    @once_differentiable  # the backward graph runs in onnxruntime: its result has no torch graph
     def backward(ctx, *output_grads: torch.Tensor):
         saved = ctx.saved_tensors
         inputs, stashed = saved[: ctx.num_inputs], saved[ctx.num_inputs:]

@@ -295,3 +295,55 @@ class IgnoresNewMemoryOptions(ReferenceImpl):
 
     def reconfigure(self, wrapped, options):
         self.check_options(options)
+
+
+class BackwardOverwritesGrads(EagerImpl):
+    """Clears every parameter's .grad when a backward starts, as a pipeline assigning its gradient
+    outputs instead of accumulating them would: micro-batches no longer sum."""
+    name = "backward_overwrites_grads"
+
+    def wrap(self, module, options=Options()):
+        def clear(*_):
+            for parameter in module.parameters():
+                parameter.grad = None
+
+        module.register_full_backward_pre_hook(clear)
+        return module
+
+
+class _GradsWrittenDirectly(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, module):
+        ctx.module = module
+        ctx.save_for_backward(x)
+        with torch.no_grad():
+            return module(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        params = [p for p in ctx.module.parameters() if p.requires_grad]
+        with torch.enable_grad():
+            leaf = x.detach().requires_grad_()
+            grads = torch.autograd.grad(ctx.module(leaf), [leaf, *params], grad)
+        for p, g in zip(params, grads[1:]):
+            p.grad = g if p.grad is None else p.grad + g
+        return grads[0], None
+
+
+class _WritesGrads(torch.nn.Module):
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def forward(self, x):
+        return _GradsWrittenDirectly.apply(x, self.module)
+
+
+class WritesGradsAroundAutograd(EagerImpl):
+    """Writes parameter gradients into .grad itself, out of autograd's sight: single-process
+    training is right, but DDP's all-reduce hooks never fire."""
+    name = "writes_grads_around_autograd"
+
+    def wrap(self, module, options=Options()):
+        return _WritesGrads(module)

@@ -9,7 +9,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOneUlp", "GradientsOffByOnePermille",
            "ReexportsOnNewSizes", "OneGraphSlot", "WhereGradToWrongBranch", "Segfaults", "Hangs", "RecomputeRedrawsDropout", "RecomputeOverClaims",
-           "RecomputeAppliesOneLess", "IgnoresNewMemoryOptions", "Bnb4GradOtherCodeBook", "Bnb4WeightGetsZeroGrad"]
+           "RecomputeAppliesOneLess", "IgnoresNewMemoryOptions", "Bnb4GradOtherCodeBook", "Bnb4WeightGetsZeroGrad",
+           "BackwardOverwritesGrads", "WritesGradsAroundAutograd"]
 
 
 @pytest.fixture
@@ -52,6 +53,9 @@ def run(project, *args):
     ("bnb4_grad_other_code_book", "suites/test_bnb4.py", "test_qlora_models_match_eager"),
     ("bnb4_weight_gets_zero_grad", "suites/test_bnb4.py",
      "test_adamw_trains_like_eager_and_leaves_4bit_weights_bit_identical"),
+    ("backward_overwrites_grads", "suites/test_grad_delivery.py", "test_micro_batches_accumulate_to_eagers_sum[default-backward_overwrites_grads]"),
+    ("writes_grads_around_autograd", "suites/test_ddp.py",
+     "test_ddp_trains_like_single_process_eager[default-writes_grads_around_autograd-all-used-sync]"),
 ])
 def test_each_mutant_is_caught_by_its_property(project, impl_name, suite, test):
     result = run(project, f"{suite}::{test}", "--impl", impl_name)

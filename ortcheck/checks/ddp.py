@@ -1,0 +1,97 @@
+"""Data-parallel training of a wrapped module: ``world_size`` gloo processes on CPU, each running
+``DistributedDataParallel`` over ``impl.wrap(model)`` on its shard of every batch. Rank 0's
+parameters come back, to be judged against single-process eager training on the whole batches.
+
+Every rank is time-bounded: a rank that hangs (a collective nobody joins) or dies fails the call
+within ``timeout`` seconds with the ranks killed, never a hung test run.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import tempfile
+import time
+from typing import Callable
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+
+from ortcheck.impls import Implementation, Options
+
+
+@dataclasses.dataclass(frozen=True)
+class DdpRun:
+    """What every rank and the single-process reference train: ``build()`` (picklable, seeded),
+    ``steps`` SGD steps of ``micro_batches`` micro-batches each (all but the last under ``no_sync``),
+    each micro-batch ``batch`` rows per rank of ``inputs(seed)`` against ``targets(seed)``."""
+
+    build: Callable[[], torch.nn.Module]
+    width: int
+    outputs: int
+    batch: int = 2
+    steps: int = 3
+    micro_batches: int = 1
+    lr: float = 0.1
+    find_unused_parameters: bool = False
+    seed: int = 0
+
+    def data(self, step: int, micro: int, world_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The whole micro-batch (all ranks' rows): inputs and mse targets."""
+        generator = torch.Generator().manual_seed(self.seed * 1000 + step * 10 + micro)
+        rows = self.batch * world_size
+        return torch.randn(rows, self.width, generator=generator), torch.randn(rows, self.outputs, generator=generator)
+
+    def train(self, module: torch.nn.Module, step_data: Callable[[int, int], tuple], no_sync=None) -> None:
+        """SGD on ``module``; ``step_data(step, micro)`` gives this process's (inputs, targets)."""
+        optimizer = torch.optim.SGD([p for p in module.parameters() if p.requires_grad], lr=self.lr)
+        for step in range(self.steps):
+            for micro in range(self.micro_batches):
+                inputs, targets = step_data(step, micro)
+                last = micro == self.micro_batches - 1
+                with contextlib.nullcontext() if last or no_sync is None else no_sync():
+                    (F.mse_loss(module(inputs), targets) / self.micro_batches).backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+
+def train_ddp(impl: Implementation, options: Options, run: DdpRun, world_size: int = 2,
+              timeout: float = 180.0) -> dict[str, torch.Tensor]:
+    """Rank 0's parameters after ``run`` trained under DDP through ``impl`` on ``world_size`` ranks
+    (``impl`` is pickled to each rank: its class must be importable there)."""
+    with tempfile.TemporaryDirectory() as folder:
+        result = os.path.join(folder, "parameters.pt")
+        context = mp.start_processes(_rank, args=(world_size, os.path.join(folder, "store"), impl, options, run, result),
+                                     nprocs=world_size, join=False, start_method="spawn")
+        deadline = time.monotonic() + timeout
+        try:
+            while not context.join(timeout=max(0.1, deadline - time.monotonic())):
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"DDP ranks of {impl.name} did not finish within {timeout:.0f}s (killed)")
+        finally:
+            for process in context.processes:
+                if process.is_alive():
+                    process.kill()
+        return torch.load(result, weights_only=True)
+
+
+def _rank(rank: int, world_size: int, store: str, impl: Implementation, options: Options, run: DdpRun,
+          result: str) -> None:
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
+    try:
+        wrapped = impl.wrap(run.build(), options)
+        ddp = torch.nn.parallel.DistributedDataParallel(wrapped, find_unused_parameters=run.find_unused_parameters)
+
+        def shard(step, micro):
+            inputs, targets = run.data(step, micro, world_size)
+            rows = slice(rank * run.batch, (rank + 1) * run.batch)
+            return inputs[rows], targets[rows]
+
+        run.train(ddp, shard, ddp.no_sync)
+        if rank == 0:
+            torch.save({name: p.detach().clone() for name, p in wrapped.named_parameters()}, result)
+    finally:
+        dist.destroy_process_group()
