@@ -81,17 +81,19 @@ def _rank(rank: int, world_size: int, store: str, impl: Implementation, options:
           result: str) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
-    try:
-        wrapped = impl.wrap(run.build(), options)
-        ddp = torch.nn.parallel.DistributedDataParallel(wrapped, find_unused_parameters=run.find_unused_parameters)
+    wrapped = impl.wrap(run.build(), options)
+    ddp = torch.nn.parallel.DistributedDataParallel(wrapped, find_unused_parameters=run.find_unused_parameters)
 
-        def shard(step, micro):
-            inputs, targets = run.data(step, micro, world_size)
-            rows = slice(rank * run.batch, (rank + 1) * run.batch)
-            return inputs[rows], targets[rows]
+    def shard(step, micro):
+        inputs, targets = run.data(step, micro, world_size)
+        rows = slice(rank * run.batch, (rank + 1) * run.batch)
+        return inputs[rows], targets[rows]
 
-        run.train(ddp, shard, ddp.no_sync)
-        if rank == 0:
-            torch.save({name: p.detach().clone() for name, p in wrapped.named_parameters()}, result)
-    finally:
-        dist.destroy_process_group()
+    run.train(ddp, shard, ddp.no_sync)
+    if rank == 0:
+        torch.save({name: p.detach().clone() for name, p in wrapped.named_parameters()}, result)
+    dist.barrier()
+    # Every rank is done. Leave without tearing gloo down: its teardown (destroy_process_group or the
+    # interpreter's exit) sometimes aborts a rank, "terminate called without an active exception"
+    # (torch 2.13, about 1 test in 40 under load), which would fail a correct run.
+    os._exit(0)
