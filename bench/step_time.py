@@ -13,8 +13,8 @@ import argparse
 import copy
 import json
 import os
-import subprocess
 import statistics
+import subprocess
 import sys
 import time
 

@@ -23,8 +23,7 @@ from hypothesis import strategies as st
 from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_stack_matches_eager, input_runs, module_runs
 from ortcheck.impls import Capability
 from ortcheck.profiles import costly
-from ortcheck.strategies import blocks
-from ortcheck.strategies.layer_stacks import LayerStack
+from ortcheck.strategies.layer_stacks import LayerStack, stack_example
 from ortcheck.strategies.bnb4 import BLOCK_SIZES
 from ortcheck.strategies.qlora import bnb4_stacks, qlora_stacks
 
@@ -33,37 +32,29 @@ pytestmark = pytest.mark.requires(Capability.BNB4)
 SEEDS = st.integers(0, 2**16)
 
 
-def _examples(manifest_examples):
-    """(LayerStack(...), seed) or (LayerStack(...), seed, steps) tuples the manifest lists."""
-    return [eval(text, vars(blocks) | {"LayerStack": LayerStack}) for text in manifest_examples]
-
-
 def block_sizes(impl) -> tuple[int, ...]:
     return impl.bnb4_block_sizes() or BLOCK_SIZES
 
 
-def test_4bit_stacks_match_eager(impl, options, manifest_examples):
-    for example in _examples(manifest_examples):
-        assert_stack_matches_eager(impl, options, *example)
+def check_stacks(impl, options, manifest_examples, stacks) -> None:
+    """The manifest's examples, then drawn ``stacks``, each against eager (a first call, another batch)."""
+    for text in manifest_examples:
+        assert_stack_matches_eager(impl, options, *stack_example(text))
 
     @costly(0.5)
-    @given(stack=bnb4_stacks(block_sizes(impl)), seed=SEEDS)
+    @given(stack=stacks, seed=SEEDS)
     def drawn(stack, seed):
         assert_stack_matches_eager(impl, options, stack, seed)
 
     drawn()
+
+
+def test_4bit_stacks_match_eager(impl, options, manifest_examples):
+    check_stacks(impl, options, manifest_examples, bnb4_stacks(block_sizes(impl)))
 
 
 def test_qlora_models_match_eager(impl, options, manifest_examples):
-    for example in _examples(manifest_examples):
-        assert_stack_matches_eager(impl, options, *example)
-
-    @costly(0.5)
-    @given(stack=qlora_stacks(block_sizes(impl)), seed=SEEDS)
-    def drawn(stack, seed):
-        assert_stack_matches_eager(impl, options, stack, seed)
-
-    drawn()
+    check_stacks(impl, options, manifest_examples, qlora_stacks(block_sizes(impl)))
 
 
 def packed_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -106,8 +97,8 @@ def check_training(impl, options, stack: LayerStack, seed: int, steps: int) -> N
 
 
 def test_adamw_trains_like_eager_and_leaves_4bit_weights_bit_identical(impl, options, manifest_examples):
-    for example in _examples(manifest_examples):
-        check_training(impl, options, *example)
+    for text in manifest_examples:  # (LayerStack(...), seed, steps)
+        check_training(impl, options, *stack_example(text))
     sizes = block_sizes(impl)
 
     @costly(0.3)

@@ -15,15 +15,15 @@ from hypothesis import strategies as st
 from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_stack_matches_eager, module_runs
 from ortcheck.impls import Capability
 from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
-from ortcheck.strategies import blocks, layer_stacks
-from ortcheck.strategies.layer_stacks import LayerStack
+from ortcheck.strategies import layer_stacks
+from ortcheck.strategies.layer_stacks import stack_example
 
 pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 
 
 def test_outputs_loss_and_gradients_match_eager(impl, options, manifest_examples):
     for text in manifest_examples:  # (LayerStack(...), seed): known failing stacks of the implementation
-        assert_stack_matches_eager(impl, options, *eval(text, vars(blocks) | {"LayerStack": LayerStack}))
+        assert_stack_matches_eager(impl, options, *stack_example(text))
 
     @given(stack=layer_stacks(), seed=st.integers(0, 2**16))
     def drawn(stack, seed):

@@ -30,7 +30,7 @@ from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, exam
 from ortcheck.profiles import costly
 from ortcheck.strategies import blocks
 from ortcheck.strategies.blocks import Tokens, TransformerLayer
-from ortcheck.strategies.layer_stacks import LayerStack, transformer_stacks
+from ortcheck.strategies.layer_stacks import LayerStack, stack_example, transformer_stacks
 from ortcheck.strategies.recompute import expected_applied, recompute_configs
 
 pytestmark = pytest.mark.requires(Capability.RECOMPUTE)
@@ -130,7 +130,7 @@ def for_canonical_and_drawn(check, canonical=CANONICAL, stack_strategy=None):
     manifest examples (``(stack, seed, recompute options)``), the canonical stack, then drawn stacks."""
     def test(impl, options, level, manifest_examples):
         for text in manifest_examples:
-            stack, seed, recompute = eval(text, vars(blocks) | {"LayerStack": LayerStack})
+            stack, seed, recompute = stack_example(text)
             check(impl, options, stack, seed, recompute, level)
         check(impl, options, canonical, 0, _canonical_options(impl, options, canonical, level), level)
 

@@ -1,5 +1,5 @@
 """``bitsandbytes``: eager PyTorch with the 4-bit product computed by bitsandbytes' own
-``matmul_4bit`` (its ``MatMul4Bit`` autograd Function, what ``bnb.nn.Linear4bit`` calls). A third
+``MatMul4Bit`` autograd Function (what ``bnb.nn.Linear4bit`` reaches through ``matmul_4bit``). A third
 implementation of the 4-bit math, for users who train QLoRA without ONNX Runtime. Everything else
 is the eager module unchanged, so it only claims the 4-bit properties and convergence."""
 from __future__ import annotations
@@ -10,10 +10,7 @@ import torch
 
 from ortcheck.impls.base import Capability, Options
 from ortcheck.impls.eager import EagerImpl
-from ortcheck.models.linear4bit import use_kernel
-
-
-BITSANDBYTES_BLOCK_SIZES = (32, 64, 128, 256, 512, 1024, 2048, 4096)
+from ortcheck.models.linear4bit import BITSANDBYTES_BLOCK_SIZES, use_kernel
 
 
 class BitsandbytesImpl(EagerImpl):

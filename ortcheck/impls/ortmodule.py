@@ -19,8 +19,7 @@ import torch
 
 from ortcheck.impls import _ortmodule_env, _ortmodule_memory, _ortmodule_observe
 from ortcheck.impls.base import Capability, Implementation, MemoryPlans, Observations, Options
-from ortcheck.impls.bitsandbytes import BITSANDBYTES_BLOCK_SIZES
-from ortcheck.models.linear4bit import use_kernel
+from ortcheck.models.linear4bit import BITSANDBYTES_BLOCK_SIZES, use_kernel
 
 # ORTModule flattens both its inputs (``_io.parse_inputs_for_onnx_export``) and its outputs
 # (``_io._extract_schema``) with constant_as_tensor=True: Python int/float/bool become tensors.

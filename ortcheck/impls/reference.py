@@ -16,6 +16,7 @@ import torch
 from ortcheck.impls._reference_io import ReferenceIO
 from ortcheck.impls.base import (Capability, Implementation, MemoryPlan, MemoryPlans, Observations, Options,
                                  UnsupportedOptionError)
+from ortcheck.models.linear4bit import ORT_CPU_BLOCK_SIZES
 
 # Harness options the pipeline maps one to one; every other field must keep its default.
 _MAPPED = ("fallback", "device", "memory_opt_level", "memory_opt_config")
@@ -41,7 +42,7 @@ class ReferenceImpl(ReferenceIO, Implementation):
 
     def bnb4_block_sizes(self) -> tuple[int, ...]:
         """What onnxruntime's CPU ``MatMulBnb4`` kernel, which runs the 4-bit product, accepts."""
-        return (16, 32, 64, 128, 256)
+        return ORT_CPU_BLOCK_SIZES
 
     def wrap(self, module: torch.nn.Module, options: Options = Options()) -> torch.nn.Module:
         from reference import ReferenceModule

@@ -10,8 +10,8 @@ quantizer are written here, not imported from ``reference/``: this layer is the 
 reference pipeline is judged against.
 
 ``kernel`` picks who computes the 4-bit product in eager: ``"ortcheck"`` (below; exports to
-``com.microsoft::MatMulBnb4``) or ``"bitsandbytes"`` (``bitsandbytes.matmul_4bit``, the autograd
-Function ORTModule recognises and exports, #18131). :func:`use_kernel` switches a whole model.
+``com.microsoft::MatMulBnb4``) or ``"bitsandbytes"`` (bitsandbytes' ``MatMul4Bit`` autograd
+Function, which ORTModule recognises and exports, #18131). :func:`use_kernel` switches a whole model.
 """
 from __future__ import annotations
 
@@ -26,6 +26,9 @@ from torch import nn
 FP4, NF4 = 0, 1
 QUANT_TYPE_NAMES = {FP4: "fp4", NF4: "nf4"}
 KERNELS = ("ortcheck", "bitsandbytes")
+# The block sizes each kernel computes with: onnxruntime's CPU MatMulBnb4, and bitsandbytes.
+ORT_CPU_BLOCK_SIZES = (16, 32, 64, 128, 256)
+BITSANDBYTES_BLOCK_SIZES = (32, 64, 128, 256, 512, 1024, 2048, 4096)
 
 # NF4, float32 bit patterns by code (bitsandbytes' normal-quantile table). FP4 follows from its
 # definition: a sign bit (bit 3) over the e2m1 magnitudes 0, 1/16, 8, 12, 4, 6, 2, 3, divided by 12.

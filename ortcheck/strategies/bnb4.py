@@ -13,9 +13,10 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
+from ortcheck.models.linear4bit import BITSANDBYTES_BLOCK_SIZES, ORT_CPU_BLOCK_SIZES
+
 QUANT_TYPES = {"nf4": 1, "fp4": 0}
-ORT_CPU_BLOCK_SIZES = (16, 32, 64, 128, 256)
-BNB_BLOCK_SIZES = (32, 64, 128, 256, 512, 1024, 2048, 4096)
+BNB_BLOCK_SIZES = BITSANDBYTES_BLOCK_SIZES
 BLOCK_SIZES = tuple(sorted(set(ORT_CPU_BLOCK_SIZES) | set(BNB_BLOCK_SIZES)))
 VALUE_KINDS = ("normal", "zeros", "constant_blocks", "outliers", "tiny", "huge")
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ortcheck.models.seeding import build_seeded
+from ortcheck.strategies import blocks
 from ortcheck.strategies.blocks import (
     ACTIVATIONS, Activation, Attention, Block, Dropout, Features, HalfStorage, LayerNorm, Linear, QLoRA,
     ResidualMLP, Tokens, TransformerLayer,
@@ -242,6 +243,12 @@ def _transformer_stacks(draw, sources, layers, extras, batches, sequences, losse
     for block in draw(extras):  # each extra block goes before some layer, or after the last
         chosen.insert(draw(st.integers(0, len(chosen))), block)
     return LayerStack(draw(sources), tuple(chosen), draw(batches), draw(sequences), draw(losses))
+
+
+def stack_example(text: str):
+    """A recorded example (a manifest's ``examples``): Python text over the block specs and
+    :class:`LayerStack`, e.g. ``(LayerStack(...), seed)``, evaluated back into values."""
+    return eval(text, vars(blocks) | {"LayerStack": LayerStack})
 
 
 def _check_known(what: str, given: Sequence[str], known: Sequence[str]) -> None:

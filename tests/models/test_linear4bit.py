@@ -7,11 +7,10 @@ import onnx
 import pytest
 import torch
 from hypothesis import given
-from hypothesis import strategies as st
 
 from ortcheck.models.linear4bit import (CODE_BOOKS, FP4, NF4, Linear4Bit, dequantize_4bit, quantize_4bit,
                                         quantize_linears, use_kernel)
-from ortcheck.strategies.bnb4 import Weight4Bit, weights_4bit
+from ortcheck.strategies.bnb4 import weights_4bit
 
 
 def test_code_books_are_bitsandbytes_tables():
