@@ -18,12 +18,15 @@ class Options:
     """``fallback="auto"``: an export or gradient-build failure warns, counts and runs eager PyTorch;
     ``"disable"``: it raises. ``device``: where the module and the sessions live.
     ``memory_opt_level`` / ``memory_opt_config``: the recompute stage (``reference.recompute``); the
-    config is a sequence of ``"<plan>:<strategy>:<count>"`` entries or the path of a JSON list."""
+    config is a sequence of ``"<plan>:<strategy>:<count>"`` entries or the path of a JSON list.
+    ``mem_efficient_grad``: hand each parameter's gradient to torch as soon as the backward graph
+    completes it, instead of all at the end (``reference.grads``)."""
 
     fallback: str = "disable"
     device: str = "cpu"
     memory_opt_level: int = 0
     memory_opt_config: tuple[str, ...] | str | os.PathLike = ()
+    mem_efficient_grad: bool = False
 
     def __post_init__(self):
         if self.fallback not in FALLBACK_POLICIES:

@@ -19,7 +19,7 @@ from ortcheck.impls.base import (Capability, Implementation, MemoryPlan, MemoryP
 from ortcheck.models.linear4bit import ORT_CPU_BLOCK_SIZES
 
 # Harness options the pipeline maps one to one; every other field must keep its default.
-_MAPPED = ("fallback", "device", "memory_opt_level", "memory_opt_config")
+_MAPPED = ("fallback", "device", "memory_opt_level", "memory_opt_config", "mem_efficient_grad")
 
 
 class ReferenceImpl(ReferenceIO, Implementation):
@@ -35,7 +35,8 @@ class ReferenceImpl(ReferenceIO, Implementation):
     def capabilities(self) -> frozenset[str]:
         caps = {Capability.IO_ROUNDTRIP, Capability.IO_SCHEMA, Capability.IO_THROUGH_MODULE,
                 Capability.GRAD_PARITY, Capability.TRANSITIONS, Capability.RECOMPUTE,
-                Capability.KEPT_TENSORS_VISIBLE, Capability.CONVERGENCE, Capability.BNB4}
+                Capability.KEPT_TENSORS_VISIBLE, Capability.CONVERGENCE, Capability.BNB4,
+                Capability.MEM_EFFICIENT_GRAD}
         if torch.cuda.is_available():
             caps.add(Capability.CUDA)
         return frozenset(caps)

@@ -44,7 +44,9 @@ def build(compiled: Compiled, state: GraphState, trainable_keys: set[str], tenso
     if options.recomputes:
         graphs, compiled.memory_report = recompute.optimize(
             graphs, options.memory_opt_level, options.memory_opt_config, compiled.sizes)
-    compiled.runner = TrainingRunner(graphs, compiled.graph_inputs, state.device)
+    staged = [name for name, key in zip(exported.state_names, exported.state_keys)
+              if key in trainable_keys] if options.mem_efficient_grad else []
+    compiled.runner = TrainingRunner(graphs, compiled.graph_inputs, state.device, staged)
 
 
 def memory_report(compiled: Compiled) -> recompute.MemoryReport:

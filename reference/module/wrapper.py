@@ -13,13 +13,12 @@ import warnings
 
 import torch
 
-from reference import nested_io
+from reference import grads, nested_io
 from reference.autodiff import UnsupportedOpError
 from reference.export import ExportError
 from reference.recompute import config as recompute_config
 from reference.module import compiled as compile_stage
 from reference.options import Counters, Options
-from reference.runtime import OrtGraphFunction
 from reference.transitions import GraphState, Graphs
 
 
@@ -111,7 +110,7 @@ class ReferenceModule(torch.nn.Module):
                 raise
             return self._fall_back(error, args, kwargs)
         compiled = self._compiled[self.training]
-        outputs = OrtGraphFunction.apply(compiled.runner, *tensors, *self._state_tensors(compiled))
+        outputs = grads.run(compiled.runner, [*tensors, *self._state_tensors(compiled)])
         return nested_io.unflatten(list(outputs), compiled.exported.output_schema)
 
     def _state_tensors(self, compiled: compile_stage.Compiled) -> list[torch.Tensor]:
@@ -121,7 +120,7 @@ class ReferenceModule(torch.nn.Module):
 
     def _prepare(self, tensors, schema):
         trainable = {key for key, p in self.module.named_parameters() if p.requires_grad}
-        memory = (self._options.memory_opt_level, self._options.memory_opt_config)
+        memory = (self._options.memory_opt_level, self._options.memory_opt_config, self._options.mem_efficient_grad)
         state = GraphState.of_call(self, tensors, schema, self._device(), self._module_version, memory)
         transition, graphs = self._graphs.step(state, torch.is_grad_enabled())
         if transition.export:

@@ -1,5 +1,6 @@
-"""The runtime stage (docs/architecture.md): onnxruntime sessions and the autograd bridge between them and torch."""
-from reference.runtime.bridge import OrtGraphFunction, TrainingRunner
+"""The runtime stage (docs/architecture.md): onnxruntime sessions fed without copies, and the
+runner that feeds a gradient build's forward and backward graphs."""
+from reference.runtime.runner import TrainingRunner
 from reference.runtime.session import Session
 
-__all__ = ["OrtGraphFunction", "Session", "TrainingRunner"]
+__all__ = ["Session", "TrainingRunner"]

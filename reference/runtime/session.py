@@ -13,8 +13,12 @@ from reference.runtime.tensors import from_ort, to_ort
 _PROVIDERS = {"cpu": ["CPUExecutionProvider"], "cuda": ["CUDAExecutionProvider", "CPUExecutionProvider"]}
 
 
-def session_options() -> ort.SessionOptions:
+def session_options(arena: bool = True) -> ort.SessionOptions:
+    """``arena=False``: memory goes back to the allocator when a run frees it, instead of staying
+    in a per-session pool; for the many small sessions of a staged backward (``reference.grads``),
+    where per-session pools would each keep their own high-water mark."""
     options = ort.SessionOptions()
+    options.enable_cpu_mem_arena = arena
     # Same thread budget as torch, so eager-vs-pipeline comparisons are like for like.
     options.intra_op_num_threads = torch.get_num_threads()
     options.inter_op_num_threads = 1
@@ -32,13 +36,14 @@ def session_options() -> ort.SessionOptions:
 
 
 class Session:
-    def __init__(self, model: onnx.ModelProto, device: str = "cpu"):
+    def __init__(self, model: onnx.ModelProto, device: str = "cpu", arena: bool = True):
         if device not in _PROVIDERS:
             raise ValueError(f"unknown device {device!r}; valid: {', '.join(_PROVIDERS)}")
         self.device = torch.device(device)
-        self._session = ort.InferenceSession(model.SerializeToString(), session_options(), providers=_PROVIDERS[device])
+        self._session = ort.InferenceSession(model.SerializeToString(), session_options(arena), providers=_PROVIDERS[device])
         self.input_names = [value.name for value in self._session.get_inputs()]
         self.output_names = [value.name for value in self._session.get_outputs()]
+        self.output_types = [value.type for value in self._session.get_outputs()]  # "tensor(float)", ...
         ort_device = C.OrtDevice(C.OrtDevice.cuda() if device == "cuda" else C.OrtDevice.cpu(), C.OrtDevice.default_memory(), 0)
         self._fetch_devices = [ort_device] * len(self.output_names)
         self._run_options = ort.RunOptions()

@@ -40,7 +40,7 @@ class GraphState:
     inputs_requiring_grad: tuple[bool, ...]  # per flattened user tensor, as declared (grad mode aside)
     trainable: tuple[bool, ...]              # per module parameter, named_parameters() order
     module_version: int = 0                  # bumped by every attribute set through the wrapper
-    memory_options: tuple = ()               # the memory optimizer's level and config
+    memory_options: tuple = ()               # memory options: optimizer level and config, gradient delivery
 
     @classmethod
     def of_call(cls, module, tensors, schema: Schema, device: str, module_version: int = 0,

@@ -14,19 +14,15 @@ REASON = IMPL.unavailable_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"reference unavailable: {REASON}")
 
 
-@pytest.mark.parametrize("options, named", [
-    (Options(mem_efficient_grad=True), "mem_efficient_grad=True"),
-    (Options(skip_checks=True), "skip_checks=True"),
-])
-def test_an_option_the_pipeline_does_not_implement_is_refused_by_name(options, named):
-    with pytest.raises(UnsupportedOptionError, match=re.escape(f"does not implement Options({named})")):
-        IMPL.wrap(torch.nn.Linear(2, 2), options)
+def test_an_option_the_pipeline_does_not_implement_is_refused_by_name():
+    with pytest.raises(UnsupportedOptionError, match=re.escape("does not implement Options(skip_checks=True)")):
+        IMPL.wrap(torch.nn.Linear(2, 2), Options(skip_checks=True))
 
 
 def test_mapped_options_reach_the_pipeline_and_counters_come_back():
-    wrapped = IMPL.wrap(torch.nn.Linear(2, 2), Options(fallback="auto", memory_opt_level=2))
+    wrapped = IMPL.wrap(torch.nn.Linear(2, 2), Options(fallback="auto", memory_opt_level=2, mem_efficient_grad=True))
     assert wrapped._options.fallback == "auto" and wrapped._options.device == "cpu"
-    assert wrapped._options.memory_opt_level == 2
+    assert wrapped._options.memory_opt_level == 2 and wrapped._options.mem_efficient_grad
     wrapped(torch.randn(3, 2, requires_grad=True)).sum().backward()
     assert IMPL.observe(wrapped) == Observations(exports=1, gradient_builds=1, sessions=1, fallbacks=0,
                                                  last_reason="first forward")

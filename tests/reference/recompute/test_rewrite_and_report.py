@@ -6,7 +6,8 @@ import sympy
 import torch
 
 from reference.recompute import optimize
-from reference.runtime import OrtGraphFunction, TrainingRunner
+from reference.grads import OrtGraphFunction
+from reference.runtime import TrainingRunner
 
 
 def run(built, graphs):

@@ -1,0 +1,31 @@
+"""The grads stage (docs/architecture.md): how the backward graph's gradients reach torch.
+
+- ``at_end``: one autograd node runs the whole backward graph and returns every gradient when it
+  has finished (the default).
+- ``as_produced``: the backward graph runs in stages (``stages``), each ending where parameter
+  gradients are complete; torch accumulates each stage's gradients, and fires their hooks,
+  before the next stage runs (``Options(mem_efficient_grad=True)``).
+
+Both are ``once_differentiable``: the backward runs in onnxruntime, so ``create_graph=True`` is
+refused by torch rather than returning a first derivative that silently has no graph.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from reference.grads import as_produced
+from reference.grads.at_end import OrtGraphFunction
+from reference.runtime import TrainingRunner
+
+
+def run(runner: TrainingRunner, tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """The forward graph's outputs for ``tensors`` (one per graph input), with the runner's way of
+    delivering gradients behind them."""
+    if runner.staged is None or not torch.is_grad_enabled():
+        return OrtGraphFunction.apply(runner, *tensors)
+    return as_produced.apply(runner, tensors)
+
+
+__all__ = ["OrtGraphFunction", "run"]
