@@ -5,7 +5,8 @@ Two gloo ranks on CPU (``ortcheck.checks.ddp``), each on its half of every batch
 ``no_sync()`` gradient accumulation over micro-batches, in both gradient delivery modes. After the steps, rank 0's parameters pass
 the float64 oracle against single-process eager SGD on the whole batches (DDP averages the ranks'
 gradients: the gradient of the whole batch's mean loss). A rank that hangs fails within the time
-bound (``TIMEOUT_S``). Not yet written: the nccl variant (it needs two GPUs).
+bound (``TIMEOUT_S``). Under ``--device cuda`` the ranks run over nccl instead, one GPU each (marked
+``gpu``; n/a with fewer GPUs than ranks).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from ortcheck.checks.ddp import DdpRun, train_ddp
 from ortcheck.delivery_modes import options_in_both_delivery_modes  # noqa: F401 (options, per mode)
 from ortcheck.impls import Capability
 from ortcheck.models.small import mlp_with_unused
+from ortcheck.pytest_plugin import not_applicable
 
 pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 
@@ -37,9 +39,12 @@ def single_process(run: DdpRun, module: torch.nn.Module, run_name: str) -> dict[
 
 @pytest.mark.parametrize("micro_batches", [1, 2], ids=["sync", "no_sync-accumulation"])
 @pytest.mark.parametrize("find_unused", [False, True], ids=["all-used", "find_unused"])
-def test_ddp_trains_like_single_process_eager(impl, options, find_unused, micro_batches):
-    if options.device != "cpu":
-        pytest.skip("gloo runs on CPU; no nccl variant yet")
+@pytest.mark.parametrize("backend", ["gloo", pytest.param("nccl", marks=pytest.mark.gpu)])
+def test_ddp_trains_like_single_process_eager(impl, options, backend, find_unused, micro_batches):
+    if (backend == "nccl") != (options.device == "cuda"):
+        pytest.skip(f"{backend} runs here with --device {'cuda' if backend == 'nccl' else 'cpu'}")
+    if backend == "nccl" and torch.cuda.device_count() < WORLD_SIZE:
+        not_applicable(f"nccl needs a GPU per rank: {WORLD_SIZE} ranks, {torch.cuda.device_count()} GPUs")
     run = DdpRun(functools.partial(mlp_with_unused, 4, 8, 3, unused=find_unused), width=4, outputs=3,
                  micro_batches=micro_batches, find_unused_parameters=find_unused)
     actual = train_ddp(impl, options, run, WORLD_SIZE, TIMEOUT_S)

@@ -1,4 +1,5 @@
-"""Data-parallel training of a wrapped module: ``world_size`` gloo processes on CPU, each running
+"""Data-parallel training of a wrapped module: ``world_size`` processes (gloo on CPU; nccl with one
+GPU per rank under ``Options(device="cuda")``), each running
 ``DistributedDataParallel`` over ``impl.wrap(model)`` on its shard of every batch. Rank 0's
 parameters come back, to be judged against single-process eager training on the whole batches.
 
@@ -61,15 +62,26 @@ def train_ddp(impl: Implementation, options: Options, run: DdpRun, world_size: i
               timeout: float = 180.0) -> dict[str, torch.Tensor]:
     """Rank 0's parameters after ``run`` trained under DDP through ``impl`` on ``world_size`` ranks
     (``impl`` is pickled to each rank: its class must be importable there)."""
+    backend = "nccl" if options.device == "cuda" else "gloo"
+    return run_ranks(_train_rank, (impl, options, run), world_size, timeout, f"DDP ranks of {impl.name}", backend)
+
+
+def run_ranks(target: Callable, args: tuple, world_size: int, timeout: float, label: str,
+              backend: str = "gloo") -> object:
+    """``target(rank, world_size, *args)`` in ``world_size`` spawned processes with a process group
+    (``backend``; nccl: rank r on cuda:r) and rank 0's return value (tensors and plain data: it
+    travels through torch.save). All are killed, and the call
+    fails, if any is not done within ``timeout`` seconds."""
     with tempfile.TemporaryDirectory() as folder:
-        result = os.path.join(folder, "parameters.pt")
-        context = mp.start_processes(_rank, args=(world_size, os.path.join(folder, "store"), impl, options, run, result),
+        result = os.path.join(folder, "result.pt")
+        context = mp.start_processes(_rank_main, args=(world_size, os.path.join(folder, "store"), backend, target,
+                                                       args, result),
                                      nprocs=world_size, join=False, start_method="spawn")
         deadline = time.monotonic() + timeout
         try:
             while not context.join(timeout=max(0.1, deadline - time.monotonic())):
                 if time.monotonic() >= deadline:
-                    raise TimeoutError(f"DDP ranks of {impl.name} did not finish within {timeout:.0f}s (killed)")
+                    raise TimeoutError(f"{label} did not finish within {timeout:.0f}s (killed)")
         finally:
             for process in context.processes:
                 if process.is_alive():
@@ -77,23 +89,31 @@ def train_ddp(impl: Implementation, options: Options, run: DdpRun, world_size: i
         return torch.load(result, weights_only=True)
 
 
-def _rank(rank: int, world_size: int, store: str, impl: Implementation, options: Options, run: DdpRun,
-          result: str) -> None:
+def _rank_main(rank: int, world_size: int, store: str, backend: str, target: Callable, args: tuple,
+               result: str) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
-    wrapped = impl.wrap(run.build(), options)
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+    dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world_size)
+    value = target(rank, world_size, *args)
+    if rank == 0:
+        torch.save(value, result)
+    dist.barrier()
+    # Every rank is done. Leave without tearing the group down: gloo's teardown (destroy_process_group
+    # or the interpreter's exit) sometimes aborts a rank, "terminate called without an active
+    # exception" (torch 2.13, about 1 test in 40 under load), which would fail a correct run.
+    os._exit(0)
+
+
+def _train_rank(rank: int, world_size: int, impl: Implementation, options: Options, run: DdpRun) -> dict:
+    device = f"cuda:{rank}" if options.device == "cuda" else "cpu"
+    wrapped = impl.wrap(run.build().to(device), options)
     ddp = torch.nn.parallel.DistributedDataParallel(wrapped, find_unused_parameters=run.find_unused_parameters)
 
     def shard(step, micro):
         inputs, targets = run.data(step, micro, world_size)
         rows = slice(rank * run.batch, (rank + 1) * run.batch)
-        return inputs[rows], targets[rows]
+        return inputs[rows].to(device), targets[rows].to(device)
 
     run.train(ddp, shard, ddp.no_sync)
-    if rank == 0:
-        torch.save({name: p.detach().clone() for name, p in wrapped.named_parameters()}, result)
-    dist.barrier()
-    # Every rank is done. Leave without tearing gloo down: its teardown (destroy_process_group or the
-    # interpreter's exit) sometimes aborts a rank, "terminate called without an active exception"
-    # (torch 2.13, about 1 test in 40 under load), which would fail a correct run.
-    os._exit(0)
+    return {name: p.detach().cpu().clone() for name, p in wrapped.named_parameters()}

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 import time
 from typing import Callable
 
 import torch
 
 from ortcheck.checks.runs import RUNS, input_runs, module_runs
-from ortcheck.convergence import determinism
+from ortcheck.convergence import data_parallel, determinism
 from ortcheck.convergence.cases import Case
 from ortcheck.convergence.curves import CaseRun, Curve
-from ortcheck.convergence.training import TrainingConfig, build_optimizer, build_scheduler
+from ortcheck.convergence.steps import fallbacks_of, train_steps
+from ortcheck.convergence.training import TrainingConfig
 from ortcheck.impls.base import Implementation, Options
 
 
@@ -70,35 +70,12 @@ def run_pair(case: Case, impl: Implementation, options: Options = Options(), ste
 
 def train(case: Case, model: torch.nn.Module, batches: list, seed: int, settings, options: Options,
           impl: Implementation | None, training: TrainingConfig) -> Curve:
-    """One run: ``impl`` None trains ``model`` itself (eager)."""
-    metrics = {"loss": [], "grad_norm": [], "lr": []}
-    fallback_steps = []
+    """One run: ``impl`` None trains ``model`` itself (eager); a case with ``ranks`` > 1 trains the
+    implementation's side under DDP (``ortcheck.convergence.data_parallel``)."""
+    if impl is not None and case.ranks > 1:
+        return data_parallel.train(case, model, batches, seed, settings, options, impl, training)
     with determinism.applied(settings.with_seed(seed), options.device):
         model = model.to(options.device).train()
         wrapped = impl.wrap(model, options) if impl is not None else model
-        optimizer = build_optimizer(wrapped.parameters(), training)
-        scheduler = build_scheduler(optimizer, training)
-        trainable = [p for p in wrapped.parameters() if p.requires_grad]
-        fallbacks = _fallbacks(impl, wrapped)
-        for step, (inputs, target) in enumerate(batches):
-            optimizer.zero_grad(set_to_none=True)
-            inputs = tuple(t.to(options.device) for t in inputs)
-            loss = case.loss(wrapped(*inputs), target.to(options.device))
-            loss.backward()
-            norm = torch.nn.utils.clip_grad_norm_(trainable, training.max_grad_norm or math.inf)
-            metrics["lr"].append(float(optimizer.param_groups[0]["lr"]))
-            optimizer.step()
-            scheduler.step()
-            metrics["loss"].append(float(loss.detach()))
-            metrics["grad_norm"].append(float(norm))
-            now = _fallbacks(impl, wrapped)
-            if now > fallbacks:
-                fallback_steps.append(step)
-            fallbacks = now
-    return Curve(seed, metrics, fallback_steps)
-
-
-def _fallbacks(impl: Implementation | None, wrapped: torch.nn.Module) -> int:
-    if impl is None:
-        return 0
-    return impl.observe(wrapped).fallbacks or 0
+        return train_steps(case.loss, wrapped, batches, seed, options.device, training,
+                           fallbacks=lambda: fallbacks_of(impl, wrapped))

@@ -4,7 +4,8 @@ A case is plain data plus three functions (model, batches, loss), so the runner 
 case alike and a golden file can record its configuration. Adding a case: one module here with a
 ``CASE`` (or ``CASES``), listed in ``_MODULES``. A case may train through the implementation
 under extra :class:`~ortcheck.impls.Options` (``options``, e.g. a memory-optimizer level) and name
-the capabilities that needs (``requires``).
+the capabilities that needs (``requires``), and train it data-parallel on ``ranks`` processes
+(DDP; eager and the float64 runs train once on the whole batches, which DDP must reproduce).
 """
 from __future__ import annotations
 
@@ -33,14 +34,21 @@ class Case:
     nightly_only: bool = False                         # too big for every run: only with --nightly
     options: Mapping[str, object] = dataclasses.field(default_factory=dict)  # Options fields for the implementation's side
     requires: tuple[str, ...] = ()                     # Capability names the options need
+    ranks: int = 1                                     # >1: the implementation's side trains under DDP
+
+    def __post_init__(self):
+        if self.ranks < 1:
+            raise ValueError(f"case {self.name!r}: ranks must be at least 1, got {self.ranks}")
 
     def config(self, steps: int) -> dict:
         """What a golden records about how the curve was made (compared before a golden is trusted)."""
         extra = {"options": dict(self.options)} if self.options else {}
+        if self.ranks > 1:
+            extra["ranks"] = self.ranks
         return {"description": self.description, **self.training.to_json(), "steps": steps, **extra}
 
 
-_MODULES = ("mlp", "bloom_lm", "bloom_lm_recompute", "qlora", "dropout", "bloom_lm_large")
+_MODULES = ("mlp", "bloom_lm", "bloom_lm_recompute", "qlora", "ddp", "dropout", "bloom_lm_large")
 
 
 def _load() -> dict[str, Case]:
