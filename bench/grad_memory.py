@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 
@@ -69,8 +70,9 @@ def peak_above_start(impl_name: str, mem_efficient: bool, steps: int) -> int | s
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(64 * 1024)}
     out = subprocess.run([sys.executable, __file__, "--child", impl_name, str(int(mem_efficient)), str(steps)],
                          capture_output=True, text=True, env=env)
-    if out.returncode:
-        return out.stderr.strip().splitlines()[-1]
+    if out.returncode:  # the exception's own line, not the tail of its message
+        lines = out.stderr.strip().splitlines()
+        return next((line for line in reversed(lines) if re.match(r"^[\w.]+(Error|Exception): ", line)), lines[-1])
     return int(out.stdout.strip().splitlines()[-1].split()[0])
 
 
