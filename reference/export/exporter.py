@@ -44,12 +44,18 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     mode = torch.onnx.TrainingMode.TRAINING if training else torch.onnx.TrainingMode.EVAL
     buffer = io.BytesIO()
     try:
-        with torch.no_grad(), warnings.catch_warnings(), _default_dtype(_float_dtypes(module, tensors)):
+        with torch.no_grad(), warnings.catch_warnings(), _default_dtype(_float_dtypes(module, tensors)), \
+                _buffers_kept(module):
             warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
+            # autograd_inlining=False: a custom autograd.Function stays one op, exported by its own
+            # ``symbolic`` or refused by name; inlined, its forward would be traced with today's
+            # non-tensor arguments baked in and its backward silently replaced by autodiff's.
             torch.onnx.export(flat, tuple(t.detach() for t in tensors), buffer, dynamo=False, training=mode,
                               do_constant_folding=False, export_params=True, keep_initializers_as_inputs=True,
-                              input_names=list(input_names), opset_version=opset,
+                              input_names=list(input_names), opset_version=opset, autograd_inlining=False,
                               dynamic_axes=_dynamic_axes(input_names, tensors))
+    except ExportError:
+        raise
     except Exception as error:  # the exporter raises many types; the caller decides about fallback
         raise ExportError(f"torch.onnx.export failed for {type(module).__name__}: {error}") from error
     model = onnx.load_model_from_string(buffer.getvalue())
@@ -58,6 +64,24 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     state_names, state_keys = _lift_state(model, flat)
     output_names = tuple(value.name for value in model.graph.output)
     return ExportedGraph(model, input_names, state_names, state_keys, output_names, flat.output_schema)
+
+
+@contextlib.contextmanager
+def _buffers_kept(module: torch.nn.Module) -> Iterator[None]:
+    """Export traces forward once: buffers it writes are put back afterwards, and refused by name.
+    The graph reads buffers as inputs and cannot write them back, so running statistics, counters
+    and EMAs would silently stop updating."""
+    saved = {name: (b, b._version, b.detach().clone()) for name, b in module.named_buffers()}
+    try:
+        yield
+    finally:
+        written = [name for name, (b, version, _) in saved.items() if b._version != version]
+        with torch.no_grad():
+            for name in written:
+                saved[name][0].copy_(saved[name][2])
+    if written:
+        raise ExportError(f"{type(module).__name__}'s forward writes buffer(s) {', '.join(written)} (running "
+                          "statistics, counters, EMAs): the exported graph cannot write them back")
 
 
 @contextlib.contextmanager

@@ -24,19 +24,38 @@ from reference.transitions import GraphState, Graphs
 
 
 class UnsupportedHookError(RuntimeError):
-    """A hook the exported graph cannot honour: inside the graph no submodule runs, so its backward
-    hooks would silently never fire. Hooks on the wrapper itself work as in eager."""
+    """A hook the exported graph cannot honour: inside the graph no module of the wrapped tree runs,
+    so its hooks would fire once, while export traces, and then silently never. Hooks on the
+    wrapper itself work as in eager."""
 
 
 _FAILURES = (ExportError, UnsupportedOpError, UnsupportedHookError)
+_HOOK_KINDS = {"_forward_pre_hooks": "forward pre-hook", "_forward_hooks": "forward hook",
+               "_backward_pre_hooks": "backward pre-hook", "_backward_hooks": "backward hook"}
+_PLAIN = (bool, int, float, str, type(None))
 
 
-def refuse_backward_hooks_inside(module: torch.nn.Module) -> None:
+def refuse_hooks_inside(module: torch.nn.Module) -> None:
     for name, submodule in module.named_modules():
-        if submodule._backward_hooks or submodule._backward_pre_hooks:
-            raise UnsupportedHookError(
-                f"backward hook on {type(submodule).__name__} {name or '<wrapped module>'!r}: the wrapped module runs "
-                "as one graph, its submodules never run; register it on the ReferenceModule instead")
+        for attribute, kind in _HOOK_KINDS.items():
+            if getattr(submodule, attribute):
+                raise UnsupportedHookError(
+                    f"{kind} on {type(submodule).__name__} {name or '<wrapped module>'!r}: the wrapped module runs "
+                    "as one graph, its modules never run; register it on the ReferenceModule instead")
+
+
+def structure(module: torch.nn.Module) -> tuple:
+    """What the trace of ``module`` depends on besides tensor values: which modules, parameters and
+    buffers there are, and the plain attributes forward may read (a ``scale``, a flag). Users
+    change these on the module they hold, past the wrapper: a changed structure re-exports."""
+    def plain(value) -> bool:
+        return isinstance(value, _PLAIN) or isinstance(value, tuple) and all(isinstance(v, _PLAIN) for v in value)
+
+    return tuple(
+        (name, type(m), id(m), tuple((k, id(v)) for k, v in m._parameters.items()),
+         tuple((k, id(v)) for k, v in m._buffers.items()),
+         tuple(sorted((k, v) for k, v in vars(m).items() if not k.startswith("_") and k != "training" and plain(v))))
+        for name, m in module.named_modules())
 
 
 class ReferenceModule(torch.nn.Module):
@@ -79,6 +98,14 @@ class ReferenceModule(torch.nn.Module):
     def named_buffers(self, *args, **kwargs):
         return self.module.named_buffers(*args, **kwargs)
 
+    def __getstate__(self):
+        """Copies (deepcopy, pickle, torch.save) carry the module, options and counters; sessions
+        can't be copied, so a copy exports again on its first forward."""
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__
+        state = dict(state)
+        state.update(_graphs=Graphs(), _compiled={}, _structure=None)
+        return state
+
     def counters(self) -> Counters:
         """A snapshot of what the pipeline did for this module so far."""
         return Counters(**vars(self._counters))
@@ -103,7 +130,7 @@ class ReferenceModule(torch.nn.Module):
             return self.module(*args, **kwargs)
         tensors, schema = nested_io.flatten((args, kwargs))
         try:
-            refuse_backward_hooks_inside(self.module)
+            refuse_hooks_inside(self.module)
             self._prepare(tensors, schema)
         except _FAILURES as error:
             if self._options.fallback != "auto":
@@ -119,6 +146,10 @@ class ReferenceModule(torch.nn.Module):
         return [lookup[key] for key in compiled.exported.state_keys]
 
     def _prepare(self, tensors, schema):
+        current = structure(self.module)
+        if current != self.__dict__.get("_structure"):
+            self.__dict__["_structure"] = current
+            self.__dict__["_module_version"] += 1
         trainable = {key for key, p in self.module.named_parameters() if p.requires_grad}
         memory = (self._options.memory_opt_level, self._options.memory_opt_config, self._options.mem_efficient_grad)
         state = GraphState.of_call(self, tensors, schema, self._device(), self._module_version, memory)

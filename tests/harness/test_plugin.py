@@ -55,7 +55,7 @@ def run(project, *args):
      "test_adamw_trains_like_eager_and_leaves_4bit_weights_bit_identical"),
     ("backward_overwrites_grads", "suites/test_grad_delivery.py", "test_micro_batches_accumulate_to_eagers_sum[default-backward_overwrites_grads]"),
     ("writes_grads_around_autograd", "suites/test_ddp.py",
-     "test_ddp_trains_like_single_process_eager[default-writes_grads_around_autograd-all-used-sync]"),
+     "test_ddp_trains_like_single_process_eager[default-writes_grads_around_autograd-gloo-all-used-sync]"),
 ])
 def test_each_mutant_is_caught_by_its_property(project, impl_name, suite, test):
     result = run(project, f"{suite}::{test}", "--impl", impl_name)

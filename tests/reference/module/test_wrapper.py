@@ -81,3 +81,60 @@ def test_wrapper_starts_in_the_wrapped_modules_mode():
     assert not wrapped.training
     x = torch.randn(4, 3)
     torch.testing.assert_close(wrapped(x), module(x))
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 2)
+        self.scale = 1.0
+        self.register_buffer("calls", torch.zeros((), dtype=torch.long))
+        self.counting = False
+
+    def forward(self, x):
+        if self.counting:
+            self.calls += 1
+        return self.linear(x) * self.scale
+
+
+def test_a_change_past_the_wrapper_re_exports_and_takes_effect():
+    module, x = Scaled(), torch.randn(4, 3)
+    wrapped = ReferenceModule(module)
+    wrapped(x)
+    module.scale = 2.0                      # on the module the user holds, not through the wrapper
+    torch.testing.assert_close(wrapped(x), module.linear(x) * 2.0)
+    assert wrapped.counters().exports == 2 and wrapped.counters().last_reason == "module attribute changed"
+    module.linear = torch.nn.Linear(3, 2)   # a replaced submodule
+    torch.testing.assert_close(wrapped(x), module.linear(x) * 2.0)
+    wrapped(x)
+    assert wrapped.counters().exports == 3   # an unchanged tree reuses the graph
+
+
+def test_buffers_written_in_forward_are_refused_by_name_and_left_as_they_were():
+    from reference.export import ExportError
+
+    module = Scaled()
+    module.counting = True
+    with pytest.raises(ExportError, match="writes buffer.*calls"):
+        ReferenceModule(module)(torch.randn(4, 3))
+    assert module.calls.item() == 0
+
+
+@pytest.mark.parametrize("kind", ["forward_pre", "forward", "full_backward"])
+def test_hooks_inside_the_wrapped_tree_are_refused_by_name(kind):
+    from reference.module.wrapper import UnsupportedHookError
+
+    module = Scaled()
+    getattr(module.linear, f"register_{kind}_hook")(lambda *args: None)
+    with pytest.raises(UnsupportedHookError, match=r"hook on Linear 'linear'"):
+        ReferenceModule(module)(torch.randn(4, 3))
+
+
+def test_copies_leave_the_sessions_behind_and_export_again():
+    import pickle
+
+    wrapped, x = ReferenceModule(Scaled()), torch.randn(4, 3)
+    expected = wrapped(x)
+    for copied in (copy.deepcopy(wrapped), pickle.loads(pickle.dumps(wrapped))):
+        torch.testing.assert_close(copied(x), expected)
+        assert copied.counters().exports == 2 and copied.module is not wrapped.module
