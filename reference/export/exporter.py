@@ -18,11 +18,13 @@ import torch
 from reference import nested_io
 from reference.export.flat_module import FlatModule
 from reference.export.branches import reshape_shape_only_ifs
+from reference.export.padding import record_embedding_padding
 from reference.export.simplify import drop_zero_dropouts
 
 
 class ExportError(RuntimeError):
     pass
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +61,7 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     except Exception as error:  # the exporter raises many types; the caller decides about fallback
         raise ExportError(f"torch.onnx.export failed for {type(module).__name__}: {error}") from error
     model = onnx.load_model_from_string(buffer.getvalue())
+    record_embedding_padding(model, module)
     drop_zero_dropouts(model)
     reshape_shape_only_ifs(model)
     state_names, state_keys = _lift_state(model, flat)

@@ -1,4 +1,7 @@
+import numpy as np
+
 from reference.autodiff.registry import gradient_rule
+from reference.export.padding import padding_of
 from reference.autodiff.rules.common import inverse_permutation
 
 
@@ -7,12 +10,18 @@ def gather_grad(ctx, node):
     """Scatter-add dy into zeros shaped like the data, so repeated ids (embeddings) accumulate.
 
     ScatterND indexes leading axes, so a gather along another axis scatters into a transposed view.
+    An embedding's padding row (recorded at export, ``reference.export.padding``) gets none.
     """
     data, indices = node.input(0), node.input(1)
     rank, index_rank = ctx.rank(data), ctx.rank(indices)
     axis = node.attr("axis") % rank
     positions = ctx.op("Unsqueeze", ctx.forward(indices), ctx.ints([-1]))
     grad, shape = node.grad(), ctx.shape(data)
+    padding = padding_of(ctx.forward_model.model, node.name) if axis == 0 else None
+    if padding is not None:
+        is_padding = ctx.op("Equal", ctx.forward(indices), ctx.op("CastLike", ctx.constant(np.array(padding, dtype=np.int64)), ctx.forward(indices)))
+        is_padding = ctx.op("Unsqueeze", is_padding, ctx.ints(list(range(index_rank, index_rank + rank - 1))))
+        grad = ctx.op("Where", is_padding, ctx.scalar(0, like=data), grad)
     if axis:
         data_perm = [axis, *range(axis), *range(axis + 1, rank)]
         grad_perm = [*range(axis, axis + index_rank), *range(axis), *range(axis + index_rank, rank + index_rank - 1)]

@@ -1,0 +1,76 @@
+"""Tiny randomly initialised Hugging Face models of the architectures users train (no downloads).
+
+Each architecture is its config and model class with the smallest sizes that keep its structure
+(2 layers, 2 heads, hidden 16, vocab 64): grouped-query attention where the architecture has it,
+rotary or learned positions, tied or untied heads, encoder-decoder for T5. Dropout is off, so a
+step is deterministic, and attention is the plain ("eager") implementation, which every stack
+exports. ``transformers`` is the optional extra ``ortcheck[models]``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+
+import torch
+
+VOCAB = 64
+INSTALL = "pip install 'ortcheck[models]'  (or: pip install transformers)"
+_DROPOUTS = ("dropout", "attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop",
+             "hidden_dropout_prob", "attention_probs_dropout_prob", "dropout_rate", "activation_dropout",
+             "classifier_dropout", "summary_first_dropout")
+
+
+def unavailable_reason() -> str | None:
+    if importlib.util.find_spec("transformers") is None:
+        return f"transformers is not installed; install it with: {INSTALL}"
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Architecture:
+    name: str
+    config: str          # transformers class names, looked up when built
+    model: str
+    sizes: tuple         # config keyword arguments, as (key, value) pairs
+
+    def build(self, seed: int, use_cache: bool = False) -> torch.nn.Module:
+        """``use_cache=False`` as in training: no key/value cache objects among the outputs."""
+        import transformers
+
+        config = getattr(transformers, self.config)(**dict(self.sizes))
+        config._attn_implementation = "eager"
+        config.use_cache = use_cache
+        for key in _DROPOUTS:
+            if hasattr(config, key):
+                setattr(config, key, 0.0)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return getattr(transformers, self.model)(config).train()
+
+
+def _decoder(hidden: int = 16, **extra) -> tuple:
+    return tuple({"vocab_size": VOCAB, "num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": hidden,
+                  "max_position_embeddings": 32, **extra}.items())
+
+
+ARCHITECTURES = {a.name: a for a in (
+    Architecture("gpt2", "GPT2Config", "GPT2LMHeadModel",
+                 (("vocab_size", VOCAB), ("n_layer", 2), ("n_head", 2), ("n_embd", 16), ("n_positions", 32))),
+    Architecture("llama", "LlamaConfig", "LlamaForCausalLM",
+                 _decoder(intermediate_size=32, num_key_value_heads=1)),
+    Architecture("mistral", "MistralConfig", "MistralForCausalLM",
+                 _decoder(intermediate_size=32, num_key_value_heads=1, sliding_window=None)),
+    Architecture("bert", "BertConfig", "BertForMaskedLM", _decoder(intermediate_size=32)),
+    Architecture("t5", "T5Config", "T5ForConditionalGeneration",
+                 (("vocab_size", VOCAB), ("d_model", 16), ("d_kv", 8), ("d_ff", 32), ("num_layers", 2),
+                  ("num_heads", 2), ("decoder_start_token_id", 0))),
+    Architecture("opt", "OPTConfig", "OPTForCausalLM", _decoder(ffn_dim=32, word_embed_proj_dim=16)),
+    Architecture("bloom", "BloomConfig", "BloomForCausalLM",
+                 (("vocab_size", VOCAB), ("hidden_size", 16), ("n_layer", 2), ("n_head", 2))),
+    Architecture("falcon", "FalconConfig", "FalconForCausalLM", _decoder(new_decoder_architecture=False)),
+    Architecture("phi", "PhiConfig", "PhiForCausalLM", _decoder(intermediate_size=32)),
+)}
+
+
+def token_ids(seed: int, batch: int, length: int) -> torch.Tensor:
+    return torch.randint(0, VOCAB, (batch, length), generator=torch.Generator().manual_seed(seed))
