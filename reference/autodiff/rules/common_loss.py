@@ -34,7 +34,10 @@ def loss_terms(ctx: GradientContext, node: GradNode) -> tuple[str, str]:
         if weights is None:
             total = ctx.op("Cast", ctx.op("Size", labels), to=score_type)
         else:
+            # every sample ignored (total 0): PyTorch's gradient is 0, not 0 * (dloss / 0) = NaN
             total = ctx.op("ReduceSum", weights, keepdims=0)
+            total = ctx.op("Where", ctx.op("Equal", total, ctx.scalar(0, like=node.input(0))),
+                           ctx.scalar(1, like=node.input(0)), total)
         factor = ctx.div(factor, total)
     if weights is not None:
         factor = ctx.mul(factor, weights)
