@@ -24,7 +24,7 @@ import sys
 
 import torch
 
-from step_time import write_json
+from step_time import check_impl, write_json
 from ortcheck import impls
 from ortcheck.impls import Options
 from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
@@ -85,10 +85,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args(argv)
-    if args.impl not in impls.names():
-        parser.error(f"unknown implementation {args.impl!r}; valid: {', '.join(impls.names())}")
-    if (reason := impls.get(args.impl).unavailable_reason()) is not None:
-        parser.error(f"{args.impl} is unavailable here: {reason}")
+    check_impl(parser, args.impl)
     results = {mode: peak_above_start(name or args.impl, mem_efficient, args.steps)
                for mode, (name, mem_efficient) in MODES.items()}
     params = sum(p.numel() * p.element_size() for p in build_bloom(CONFIG, seed=0).parameters())

@@ -79,11 +79,16 @@ def one_impl_arguments(description: str, argv=None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args(argv)
-    if args.impl not in impls.names():
-        parser.error(f"unknown implementation {args.impl!r}; valid: {', '.join(impls.names())}")
-    if (reason := impls.get(args.impl).unavailable_reason()) is not None:
-        parser.error(f"{args.impl} is unavailable here: {reason}")
+    check_impl(parser, args.impl)
     return args
+
+
+def check_impl(parser: argparse.ArgumentParser, name: str) -> None:
+    """A parser error unless ``name`` is a registered implementation available here."""
+    if name not in impls.names():
+        parser.error(f"unknown implementation {name!r}; valid: {', '.join(impls.names())}")
+    if (reason := impls.get(name).unavailable_reason()) is not None:
+        parser.error(f"{name} is unavailable here: {reason}")
 
 
 def main(argv=None) -> int:

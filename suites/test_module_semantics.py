@@ -21,9 +21,11 @@ diverging fails.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import pickle
+from typing import Iterator
 
 import pytest
 import torch
@@ -51,6 +53,18 @@ def refused(error: Exception, names: tuple[str, ...]) -> bool:
     return any(name.lower() in str(error).lower() for name in names)
 
 
+@contextlib.contextmanager
+def refusable(run: str, names: tuple[str, ...]) -> Iterator[None]:
+    """An error on the implementation's run that names the behaviour becomes :class:`Refused`;
+    any other error, and every error of the eager runs, propagates."""
+    try:
+        yield
+    except Exception as error:  # noqa: BLE001 - judged here
+        if run == "actual" and refused(error, names):
+            raise Refused(str(error)) from error
+        raise
+
+
 class Runs:
     """The oracle's runs of one subject: per run the module the user holds, the module they call
     (the wrapped one for ``actual``) and its optimizer; actions apply to every run alike."""
@@ -67,12 +81,8 @@ class Runs:
         """``action(run, held_module, called_module)`` on every run; an error naming the behaviour
         on the implementation's run is a refusal."""
         for run in RUNS:
-            try:
+            with refusable(run, names):
                 action(run, self.held[run], self.called[run])
-            except Exception as error:  # noqa: BLE001 - judged below
-                if run == "actual" and refused(error, names):
-                    raise Refused(str(error)) from error
-                raise
 
     def step(self, names: tuple[str, ...], what: str) -> None:
         """One SGD step on every run; output, gradients and state judged after it."""
@@ -81,13 +91,9 @@ class Runs:
         results = {}
         for run in RUNS:
             module = self.called[run]
-            try:
+            with refusable(run, names):
                 out = module(*inputs[run])
                 (out * semantics.cotangent(out)).sum().backward()
-            except Exception as error:  # noqa: BLE001
-                if run == "actual" and refused(error, names):
-                    raise Refused(str(error)) from error
-                raise
             grads = {name: p.grad for name, p in self.held[run].named_parameters()}
             with torch.no_grad():
                 for p in self.held[run].parameters():
@@ -105,12 +111,8 @@ class Runs:
         for run in RUNS:
             self.called[run].eval()
             try:
-                with torch.no_grad():
+                with refusable(run, names), torch.no_grad():
                     outputs[run] = self.called[run](*inputs[run])
-            except Exception as error:  # noqa: BLE001
-                if run == "actual" and refused(error, names):
-                    raise Refused(str(error)) from error
-                raise
             finally:
                 self.called[run].train()
         assert_matches_oracle(outputs, path=f"{what}, eval output")
