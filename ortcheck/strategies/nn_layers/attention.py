@@ -1,0 +1,108 @@
+"""MultiheadAttention, scaled_dot_product_attention and the Transformer layers."""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from torch import nn
+
+from .drawn import BATCH, SIDE, Input, example, floats, make
+from .wrappers import Attention, Call, SharedAttention
+
+
+@st.composite
+def multihead_attention(draw, shared: str | None, masks: bool = False):
+    """One tensor as query, key and value (``shared="self"``), one as key and value (``"memory"``)
+    or three (``None``: key and value of the embedding's width or their own ``kdim``/``vdim``);
+    ``masks``: a key padding mask and/or an attention mask (2-D or per head), which never exclude
+    the first key, so no row is all masked."""
+    heads, head_dim, batch_first = draw(st.integers(1, 2)), draw(st.integers(1, 3)), draw(st.booleans())
+    embed, batch, length = heads * head_dim, draw(BATCH), draw(SIDE)
+    key_length = length if shared == "self" else draw(SIDE)
+    kdim, vdim = (draw(st.none() | SIDE), draw(st.none() | SIDE)) if shared is None else (None, None)
+    attention = make(nn.MultiheadAttention, embed, heads, bias=draw(st.booleans()), batch_first=batch_first,
+                     kdim=kdim, vdim=vdim)
+
+    def sequence(length, width):
+        return floats(batch, length, width) if batch_first else floats(length, batch, width)
+
+    keywords, mask_inputs = [], []
+    if masks:
+        which = draw(st.sampled_from(["key_padding_mask", "attn_mask", "both"]))
+        if which in ("key_padding_mask", "both"):
+            keywords.append("key_padding_mask")
+            mask_inputs.append(Input((batch, key_length), "masked"))
+        if which in ("attn_mask", "both"):
+            keywords.append("attn_mask")
+            shape = draw(st.sampled_from([(length, key_length), (batch * heads, length, key_length)]))
+            mask_inputs.append(Input(shape, "masked"))
+    if shared == "self":
+        return example(make(SharedAttention, attention, shared, tuple(keywords)), sequence(length, embed),
+                       *mask_inputs)
+    if shared == "memory":
+        return example(make(SharedAttention, attention, shared, tuple(keywords)), sequence(length, embed),
+                       sequence(key_length, embed), *mask_inputs)
+    layer = make(Call, attention, 3, tuple(keywords), (("need_weights", False),), pick=0)
+    return example(layer, sequence(length, embed), sequence(key_length, kdim or embed),
+                   sequence(key_length, vdim or embed), *mask_inputs)
+
+
+@st.composite
+def sdpa(draw, variant: str):
+    """``variant``: ``plain``, ``causal`` (``is_causal=True``), ``mask`` (a bool mask attending to at
+    least the first key, or a float mask added to the scores, whose gradient is checked too) or
+    ``scale`` (an explicit ``scale``, causal or not); the others keep the default scale."""
+    batch, heads, length, key_length = draw(BATCH), draw(st.integers(1, 2)), draw(SIDE), draw(SIDE)
+    width, value_width = draw(SIDE), draw(SIDE)
+    q, k, v = floats(batch, heads, length, width), floats(batch, heads, key_length, width), \
+        floats(batch, heads, key_length, value_width)
+    scale = draw(st.sampled_from([0.5, 2.0])) if variant == "scale" else None
+    if variant == "mask":
+        shape = draw(st.sampled_from([(length, key_length), (batch, heads, length, key_length)]))
+        mask = Input(shape, draw(st.sampled_from(["allowed", "float"])))
+        return example(make(Attention, scale=scale), q, k, v, mask)
+    causal = variant == "causal" or (variant == "scale" and draw(st.booleans()))
+    return example(make(Attention, is_causal=causal, scale=scale), q, k, v)
+
+
+def _transformer_config(draw) -> tuple[int, dict]:
+    heads, head_dim = draw(st.integers(1, 2)), draw(st.integers(1, 3))
+    return heads * head_dim, dict(nhead=heads, dim_feedforward=draw(SIDE), dropout=0.0,
+                                  activation=draw(st.sampled_from(["relu", "gelu"])),
+                                  batch_first=draw(st.booleans()), norm_first=draw(st.booleans()),
+                                  bias=draw(st.booleans()))
+
+
+@st.composite
+def transformer_encoder_layer(draw):
+    """A causal mask and/or a key padding mask (never excluding the first key)."""
+    d_model, config = _transformer_config(draw)
+    batch, length = draw(BATCH), draw(SIDE)
+    src = floats(batch, length, d_model) if config["batch_first"] else floats(length, batch, d_model)
+    keywords, masks = [], []
+    if draw(st.booleans()):
+        keywords.append("src_mask")
+        masks.append(Input((length, length), "causal"))
+    if draw(st.booleans()):
+        keywords.append("src_key_padding_mask")
+        masks.append(Input((batch, length), "masked"))
+    layer = make(nn.TransformerEncoderLayer, d_model, **config)
+    return example(make(Call, layer, 1, tuple(keywords)), src, *masks)
+
+
+@st.composite
+def transformer_decoder_layer(draw):
+    """Optionally a causal target mask and a memory key padding mask."""
+    d_model, config = _transformer_config(draw)
+    batch, length, memory_length = draw(BATCH), draw(SIDE), draw(SIDE)
+
+    def sequence(length):
+        return floats(batch, length, d_model) if config["batch_first"] else floats(length, batch, d_model)
+
+    keywords, masks = [], []
+    if draw(st.booleans()):
+        keywords.append("tgt_mask")
+        masks.append(Input((length, length), "causal"))
+    if draw(st.booleans()):
+        keywords.append("memory_key_padding_mask")
+        masks.append(Input((batch, memory_length), "masked"))
+    layer = make(nn.TransformerDecoderLayer, d_model, **config)
+    return example(make(Call, layer, 2, tuple(keywords)), sequence(length), sequence(memory_length), *masks)

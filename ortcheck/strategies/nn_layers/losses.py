@@ -1,0 +1,67 @@
+"""Losses, each wrapped (``LossOf``) so the loss is the module's output."""
+from __future__ import annotations
+
+import torch
+from hypothesis import strategies as st
+from torch import nn
+
+from .drawn import BATCH, SIDE, Input, example, floats, make
+from .wrappers import LossOf
+
+REDUCTIONS = st.sampled_from(["mean", "sum", "none"])
+
+
+@st.composite
+def class_loss(draw, cls: type, ignore_index: bool = False, label_smoothing: bool = False,
+               probabilities: bool = False, all_ignored: bool = False):
+    """Logits [N, C] or [N, C, d] against class labels (some ``ignore_index``, never all; or
+    ``all_ignored``, where eager's mean is 0/0 but its gradient 0) or class probabilities, with
+    optional class weights."""
+    batch, extra = draw(BATCH), draw(st.lists(SIDE, max_size=1))
+    classes = draw(st.integers(2 if ignore_index else 1, 4))
+    kwargs = dict(reduction=draw(REDUCTIONS))
+    if draw(st.booleans()):
+        kwargs["weight"] = torch.tensor(draw(st.lists(st.sampled_from([0.25, 0.5, 1.0, 2.0]), min_size=classes,
+                                                      max_size=classes)))
+    if label_smoothing:
+        kwargs["label_smoothing"] = draw(st.sampled_from([0.05, 0.1, 0.5]))
+    if probabilities:
+        return example(make(LossOf, make(cls, **kwargs)), floats(batch, classes, *extra),
+                       floats(batch, classes, *extra, kind="positive"))
+    labels = f"index:{classes}"
+    if all_ignored:
+        kwargs["ignore_index"] = ignored = draw(st.sampled_from([-100, 0]))
+        labels = f"filled:{ignored}"
+    elif ignore_index:
+        kwargs["ignore_index"] = ignored = draw(st.sampled_from([-100, 0, classes - 1]))
+        labels = f"target:{classes}:{ignored}"
+    return example(make(LossOf, make(cls, **kwargs)), floats(batch, classes, *extra), Input((batch, *extra), labels))
+
+
+@st.composite
+def pointwise_loss(draw, cls: type, target: str = "float", **kwargs):
+    """Prediction and target of one drawn shape, both requiring grad."""
+    shape = draw(st.lists(SIDE, min_size=1, max_size=3))
+    drawn = {name: draw(strategy) for name, strategy in kwargs.items()}
+    return example(make(LossOf, make(cls, reduction=draw(REDUCTIONS), **drawn)), floats(*shape),
+                   floats(*shape, kind=target))
+
+
+@st.composite
+def bce_with_logits(draw):
+    shape = draw(st.lists(SIDE, min_size=1, max_size=3))
+    kwargs = dict(reduction=draw(REDUCTIONS))
+    if draw(st.booleans()):
+        kwargs["pos_weight"] = torch.tensor(draw(st.lists(st.sampled_from([0.5, 1.0, 3.0]), min_size=shape[-1],
+                                                          max_size=shape[-1])))
+    return example(make(LossOf, make(nn.BCEWithLogitsLoss, **kwargs)), floats(*shape), floats(*shape, kind="unit"))
+
+
+@st.composite
+def kl_div(draw):
+    """Log-probabilities against probabilities, or against log-probabilities (``log_target``)."""
+    shape = draw(st.lists(SIDE, min_size=1, max_size=3))
+    log_target = draw(st.booleans())
+    layer = make(nn.KLDivLoss, reduction=draw(st.sampled_from(["batchmean", "mean", "sum", "none"])),
+                 log_target=log_target)
+    return example(make(LossOf, layer), floats(*shape), floats(*shape, kind="float" if log_target else "positive"))
