@@ -14,12 +14,14 @@ from typing import Iterator, Sequence
 
 import onnx
 import torch
+from torch.onnx import _constants
 
 from reference import nested_io
 from reference.export.flat_module import FlatModule
 from reference.export.branches import reshape_shape_only_ifs
 from reference.export.padding import record_embedding_padding
 from reference.export.simplify import drop_zero_dropouts
+from reference.export.symbolics import registered as symbolics_registered
 
 
 class ExportError(RuntimeError):
@@ -42,12 +44,13 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     # The exporter restores the traced module's mode afterwards: it must be the mode we export in,
     # or exporting in eval would leave the user's module training.
     flat = FlatModule(module, schema).train(training)
+    opset = opset or _constants.ONNX_DEFAULT_OPSET
     input_names = tuple(f"input_{i}" for i in range(len(tensors)))
     mode = torch.onnx.TrainingMode.TRAINING if training else torch.onnx.TrainingMode.EVAL
     buffer = io.BytesIO()
     try:
         with torch.no_grad(), warnings.catch_warnings(), _default_dtype(_float_dtypes(module, tensors)), \
-                _buffers_kept(module):
+                _buffers_kept(module), symbolics_registered(opset):
             warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
             # autograd_inlining=False: a custom autograd.Function stays one op, exported by its own
             # ``symbolic`` or refused by name; inlined, its forward would be traced with today's

@@ -1,0 +1,60 @@
+"""The exporter's own symbolics (aten::diff, int64 cumsum of bools and small integers): run through
+the reference they give torch's values, and they are registered only while the reference exports."""
+import io
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference import ReferenceModule
+from reference.export import symbolics
+
+
+class Diff(torch.nn.Module):
+    def __init__(self, n, dim, prepend, append):
+        super().__init__()
+        self.n, self.dim, self.prepend, self.append = n, dim, prepend, append
+
+    def forward(self, x):
+        edge = x.narrow(self.dim, 0, 1)
+        return torch.diff(x, n=self.n, dim=self.dim, prepend=edge - 1 if self.prepend else None,
+                          append=edge * 2 if self.append else None)
+
+
+class CumSumOf(torch.nn.Module):
+    """The cumulative count of entries different from 1, as transformers counts packed sequences."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        self.dtype = dtype
+
+    def forward(self, x):
+        return (x != 1).to(self.dtype).cumsum(-1)
+
+
+@settings(max_examples=15, deadline=None)
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3), dim=st.integers(0, 2), n=st.integers(1, 2),
+       prepend=st.booleans(), append=st.booleans(), integer=st.booleans(), seed=st.integers(0, 2**16))
+def test_diff_gives_torchs_values(shape, dim, n, prepend, append, integer, seed):
+    dim = dim % len(shape)
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randint(-5, 5, shape, generator=generator) if integer else torch.randn(shape, generator=generator)
+    module = Diff(n, dim, prepend, append)
+    torch.testing.assert_close(ReferenceModule(module)(x), module(x), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64])
+def test_cumsum_of_small_integer_types_sums_in_int64_as_torch(dtype):
+    x = torch.tensor([[0, 1, 2, 1, 0], [1, 1, 1, 3, 4]])
+    module = CumSumOf(dtype)
+    out = ReferenceModule(module)(x)
+    assert out.dtype == module(x).dtype == torch.int64
+    assert torch.equal(out, module(x))
+
+
+def test_symbolics_are_registered_only_while_the_reference_exports():
+    with symbolics.registered(17):
+        torch.onnx.export(Diff(1, 0, False, False), (torch.randn(3),), io.BytesIO(), dynamo=False, opset_version=17)
+    with pytest.raises(Exception, match="diff"):
+        torch.onnx.export(Diff(1, 0, False, False), (torch.randn(3),), io.BytesIO(), dynamo=False, opset_version=17)
