@@ -17,12 +17,16 @@ oracle; integer buffers must be equal.
   its ``state_dict`` through ``torch.save``/``torch.load(weights_only=True)``, before or after the
   first forward; the copy trains like the original.
 An implementation may refuse a behaviour with an error naming it (:func:`refused`); silently
-diverging fails.
+diverging fails. Each property runs under both re-check policies (``policy``): ``checked`` (the
+harness default, every forward re-checked) and, for an implementation with a skip-check fast path,
+``skip_checks`` (ORTModule's default, which stops re-checking after the first forward): a user who
+changes their module on the fast path is owed the same numbers or the same refusal.
 """
 from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import io
 import pickle
 from typing import Iterator
@@ -42,6 +46,12 @@ pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 
 SEEDS = st.integers(0, 2**16)
 LR = 0.1
+
+
+@pytest.fixture(params=["checked", pytest.param("skip_checks", marks=pytest.mark.requires(Capability.SKIP_CHECKS))])
+def options(request, options):
+    """The harness's options, under each re-check policy the implementation has."""
+    return dataclasses.replace(options, skip_checks=request.param == "skip_checks")
 
 
 class Refused(Exception):
