@@ -2,6 +2,11 @@
 
 - ``aten::diff`` has no symbolic; transformers traces it for every causal LM trained with
   ``use_cache=False`` (packed-sequence detection from the position ids).
+- ``aten::softplus`` is exported without its ``threshold`` (above it torch's softplus is linear), so
+  the graph's values differ from eager's wherever ``beta * x > threshold``.
+- ``aten::gelu(approximate="tanh")``: onnxruntime's float32 Gelu kernel loses up to ~10^4 ulps for
+  x in [-5, -2] (``1 + tanh`` cancels), where torch's float32 stays within the oracle's bound; we
+  evaluate the formula in float64 and round once.
 - ``aten::cumsum`` of a bool or small-integer tensor is exported as a CumSum of that type, which
   ONNX does not define (onnxruntime refuses the graph); torch sums those in int64, so we cast first.
 
@@ -10,10 +15,16 @@ Registration is scoped (:func:`registered`): a user's own ``torch.onnx.export`` 
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Iterator
 
 import torch
 from torch.onnx import symbolic_helper, symbolic_opset11
+
+try:
+    from torch.onnx._internal.torchscript_exporter import _type_utils
+except ImportError:  # torch < 2.9
+    from torch.onnx import _type_utils
 
 _SUMMED_AS_INT64 = {"Bool", "Byte", "Char", "Short", "Int"}
 _INT64_MAX = 2**63 - 1
@@ -37,6 +48,40 @@ def diff(g, x, n, dim, prepend, append):
     return out
 
 
+@symbolic_helper.parse_args("v", "f", "f")
+def softplus(g, x, beta, threshold):
+    """``x`` where ``beta * x > threshold``, else ``log(1 + exp(beta * x)) / beta``, as torch."""
+    dtype = _type_utils.JitScalarType.from_value(x, _type_utils.JitScalarType.FLOAT).dtype()
+
+    def scalar(value):
+        return g.op("Constant", value_t=torch.tensor(value, dtype=dtype))
+
+    scaled = x if beta == 1 else g.op("Mul", x, scalar(beta))
+    smooth = g.op("Softplus", scaled)
+    if beta != 1:
+        smooth = g.op("Div", smooth, scalar(beta))
+    return g.op("Where", g.op("Greater", scaled, scalar(threshold)), x, smooth)
+
+
+@symbolic_helper.parse_args("v", "s")
+def gelu(g, x, approximate="none"):
+    """``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))`` in float64, cast back; the exact form
+    stays onnx's Gelu."""
+    if approximate != "tanh":
+        return g.op("Gelu", x, approximate_s=approximate)
+    scalar_type = _type_utils.JitScalarType.from_value(x, _type_utils.JitScalarType.FLOAT)
+    double = _type_utils.JitScalarType.DOUBLE
+    wide = x if scalar_type == double else g.op("Cast", x, to_i=double.onnx_type())
+
+    def scalar(value):
+        return g.op("Constant", value_t=torch.tensor(value, dtype=torch.float64))
+
+    cubic = g.op("Mul", g.op("Mul", g.op("Mul", wide, wide), wide), scalar(0.044715))
+    inner = g.op("Mul", g.op("Add", wide, cubic), scalar(math.sqrt(2 / math.pi)))
+    out = g.op("Mul", g.op("Mul", wide, scalar(0.5)), g.op("Add", g.op("Tanh", inner), scalar(1.0)))
+    return out if scalar_type == double else g.op("Cast", out, to_i=scalar_type.onnx_type())
+
+
 def cumsum(g, x, dim, dtype=None):
     """torch's own symbolic, on an int64 copy of a bool or small-integer input (as torch sums them)."""
     if x.type().scalarType() in _SUMMED_AS_INT64:
@@ -44,24 +89,23 @@ def cumsum(g, x, dim, dtype=None):
     return symbolic_opset11.cumsum(g, x, dim, dtype)
 
 
-SYMBOLICS = {"aten::diff": diff, "aten::cumsum": cumsum}
+SYMBOLICS = {"aten::diff": (diff, 11), "aten::softplus": (softplus, 9), "aten::gelu": (gelu, 20),
+             "aten::cumsum": (cumsum, 11)}  # each with the lowest opset its ops exist in
 
 
 @contextlib.contextmanager
 def registered(opset: int) -> Iterator[None]:
     """:data:`SYMBOLICS` registered at ``opset``, the export's own (torch dispatches to the newest
     registration at or below the target opset, so one below its built-in ``cumsum`` would lose), for
-    the duration of one export. Both need opset 11 (CumSum, Slice with inputs)."""
-    if opset < 11:
-        yield
-        return
+    the duration of one export; those whose ops the opset lacks are left out."""
+    chosen = {name: function for name, (function, lowest) in SYMBOLICS.items() if opset >= lowest}
     known = set(_registry()._registry)
-    for name, function in SYMBOLICS.items():
+    for name, function in chosen.items():
         torch.onnx.register_custom_op_symbolic(name, function, opset)
     try:
         yield
     finally:
-        for name in SYMBOLICS:
+        for name in chosen:
             torch.onnx.unregister_custom_op_symbolic(name, opset)
             if name not in known:  # unregistering leaves an empty group, which fails lookups with
                 _registry()._registry.pop(name, None)  # "min() arg is an empty sequence", not "unsupported"

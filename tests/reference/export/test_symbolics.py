@@ -58,3 +58,20 @@ def test_symbolics_are_registered_only_while_the_reference_exports():
         torch.onnx.export(Diff(1, 0, False, False), (torch.randn(3),), io.BytesIO(), dynamo=False, opset_version=17)
     with pytest.raises(Exception, match="diff"):
         torch.onnx.export(Diff(1, 0, False, False), (torch.randn(3),), io.BytesIO(), dynamo=False, opset_version=17)
+
+
+@pytest.mark.parametrize("beta, threshold", [(1.0, 20.0), (1.0, 1.0), (0.5, 1.0), (2.0, 2.0)])
+def test_softplus_is_linear_above_its_threshold_as_in_torch(beta, threshold):
+    x = torch.linspace(-6, 6, 241)
+    layer = torch.nn.Softplus(beta, threshold)
+    torch.testing.assert_close(ReferenceModule(layer)(x), layer(x))
+
+
+def test_tanh_gelu_in_float32_is_as_accurate_as_eagers():
+    """Over the cancelling tail (onnxruntime's float32 Gelu kernel is ~10^4 ulps off near x = -3)
+    and beyond, the error against float64 eager is at most 2 float32 ulps or eager float32's own."""
+    x = torch.linspace(-9, 3, 4001)
+    layer = torch.nn.GELU(approximate="tanh")
+    exact = layer(x.double())
+    allowed = torch.maximum(2 * torch.finfo(torch.float32).eps * exact.abs(), (layer(x).double() - exact).abs())
+    assert ((ReferenceModule(layer)(x).double() - exact).abs() <= allowed).all()
