@@ -76,7 +76,7 @@ LAYERS: dict[str, st.SearchStrategy[Example]] = {
     "AdaptiveAvgPool2d_uneven": adaptive_pool(2, uneven=True),
     "ReLU": activation(nn.ReLU),
     "GELU": activation(nn.GELU),
-    "GELU_tanh": activation(nn.GELU, approximate=st.just("tanh")),
+    "GELU_tanh": activation(nn.GELU, inputs="wide_body", approximate=st.just("tanh")),
     "SiLU": activation(nn.SiLU),
     "Tanh": activation(nn.Tanh),
     "Sigmoid": activation(nn.Sigmoid),
