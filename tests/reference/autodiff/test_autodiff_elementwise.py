@@ -69,6 +69,13 @@ UNARY = {
     "cast_float_double_float": (lambda x: (x.double() * 2).float(), r(2, 3)),
     "cast_through_half": (lambda x: x.half().float() * 2, torch.tensor([[0.5, -1.25, 3.0]])),
     "identity_via_clone": (lambda x: x.clone() + 0, r(2, 3)),
+    "softplus": (F.softplus, 3 * r(2, 3)),
+    "softplus_beta": (lambda x: F.softplus(x, beta=2.0), 3 * r(2, 3)),
+    "elu": (F.elu, 2 * r(3, 4)),
+    "elu_alpha": (lambda x: F.elu(x, alpha=0.5), 2 * r(3, 4)),
+    "hardswish": (F.hardswish, 4 * r(4, 5)),
+    "max_pool1d_overlapping": (lambda x: F.max_pool1d(x, 3, stride=1), r(2, 3, 7)),
+    "max_pool2d_padded_dilated": (lambda x: F.max_pool2d(x, 2, stride=1, padding=1, dilation=2), r(1, 2, 4, 5)),
 }
 
 

@@ -101,3 +101,14 @@ def test_nll_loss(case, harness):
 
     runner = harness.check_gradients(loss, [r(4, 3), torch.tensor([0, 2, 1, 0])])
     assert "NegativeLogLikelihoodLoss" in harness.op_types(runner.graphs.forward)
+
+
+@pytest.mark.parametrize("module, shape", [(torch.nn.InstanceNorm1d(3, affine=True), (2, 3, 5)),
+                                           (torch.nn.InstanceNorm2d(2, affine=True), (2, 2, 3, 4)),
+                                           (torch.nn.GroupNorm(2, 4), (3, 4, 5))], ids=["instance1d", "instance2d", "group"])
+def test_instance_normalization(module, shape, harness):
+    """InstanceNormalization (GroupNorm exports to it too): input, scale and bias gradients."""
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape))
+    harness.check_gradients(module, [r(*shape)])

@@ -1,0 +1,32 @@
+from reference.autodiff.registry import gradient_rule
+
+
+@gradient_rule("InstanceNormalization")
+def instance_norm_grad(ctx, node):
+    """LayerNormalization's formula per (sample, channel) over the spatial axes, with the channel's
+    scale: x̂ = (x - mean)·inv_std, g = dy·scale, dx = inv_std·(g - mean(g) - x̂·mean(g·x̂)),
+    dscale = Σ dy·x̂ and dB = Σ dy over the batch and spatial axes. The statistics are recomputed
+    here (the op has no outputs for them)."""
+    x, grad = node.input(0), node.grad()
+    rank = ctx.rank(x)
+    spatial, per_channel = ctx.ints(range(2, rank)), ctx.ints([0, *range(2, rank)])
+    grads = {}
+    if node.wants(2):
+        grads[2] = ctx.op("ReduceSum", grad, per_channel, keepdims=0)
+    if not (node.wants(0) or node.wants(1)):
+        return grads
+    value = ctx.forward(x)
+    centred = ctx.sub(value, ctx.op("ReduceMean", value, spatial, keepdims=1))
+    variance = ctx.op("ReduceMean", ctx.mul(centred, centred), spatial, keepdims=1)
+    epsilon = ctx.scalar(node.attr("epsilon"), like=x)
+    inv_std = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.add(variance, epsilon)))
+    x_hat = ctx.mul(centred, inv_std)
+    if node.wants(1):
+        grads[1] = ctx.op("ReduceSum", ctx.mul(grad, x_hat), per_channel, keepdims=0)
+    if node.wants(0):
+        scale = ctx.op("Unsqueeze", ctx.forward(node.input(1)), ctx.ints([0, *range(2, rank)]))
+        g = ctx.mul(grad, scale)
+        mean_g = ctx.op("ReduceMean", g, spatial, keepdims=1)
+        mean_g_x_hat = ctx.op("ReduceMean", ctx.mul(g, x_hat), spatial, keepdims=1)
+        grads[0] = ctx.mul(inv_std, ctx.sub(ctx.sub(g, mean_g), ctx.mul(x_hat, mean_g_x_hat)))
+    return grads
