@@ -32,8 +32,8 @@ class NestedEcho(torch.nn.Module):
     def _through(self, leaf):
         if not isinstance(leaf, torch.Tensor):
             return leaf
-        if leaf.dtype.is_floating_point:
-            return (leaf.float() * self.scale).to(leaf.dtype)
+        if leaf.dtype.is_floating_point:  # half leaves computed in float32; float64 ones (the oracle's twin) stay exact
+            return (leaf.to(torch.promote_types(leaf.dtype, torch.float32)) * self.scale).to(leaf.dtype)
         return ~leaf if leaf.dtype == torch.bool else leaf + 1
 
 
