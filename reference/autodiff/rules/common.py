@@ -65,3 +65,11 @@ def expand_to_input(ctx: GradientContext, node: GradNode, grad: str) -> str:
     if axes is not None and not node.attr("keepdims"):
         grad = ctx.op("Unsqueeze", grad, axes)
     return ctx.op("Expand", grad, ctx.shape(node.input(0)))
+
+
+def normalized_input_grad(ctx: GradientContext, g: str, x_hat: str, inv_std: str, axes: str) -> str:
+    """dx of a normalization x̂ = (x - mean)·inv_std over ``axes``, given g = dy·scale:
+    inv_std·(g - mean(g) - x̂·mean(g·x̂))."""
+    mean_g = ctx.op("ReduceMean", g, axes, keepdims=1)
+    mean_g_x_hat = ctx.op("ReduceMean", ctx.mul(g, x_hat), axes, keepdims=1)
+    return ctx.mul(inv_std, ctx.sub(ctx.sub(g, mean_g), ctx.mul(x_hat, mean_g_x_hat)))

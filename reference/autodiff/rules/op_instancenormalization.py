@@ -1,4 +1,5 @@
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.rules.common import normalized_input_grad
 
 
 @gradient_rule("InstanceNormalization")
@@ -25,8 +26,5 @@ def instance_norm_grad(ctx, node):
         grads[1] = ctx.op("ReduceSum", ctx.mul(grad, x_hat), per_channel, keepdims=0)
     if node.wants(0):
         scale = ctx.op("Unsqueeze", ctx.forward(node.input(1)), ctx.ints([0, *range(2, rank)]))
-        g = ctx.mul(grad, scale)
-        mean_g = ctx.op("ReduceMean", g, spatial, keepdims=1)
-        mean_g_x_hat = ctx.op("ReduceMean", ctx.mul(g, x_hat), spatial, keepdims=1)
-        grads[0] = ctx.mul(inv_std, ctx.sub(ctx.sub(g, mean_g), ctx.mul(x_hat, mean_g_x_hat)))
+        grads[0] = normalized_input_grad(ctx, ctx.mul(grad, scale), x_hat, inv_std, spatial)
     return grads

@@ -1,5 +1,6 @@
 from reference.autodiff.broadcast import reduce_to_shape
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.rules.common import normalized_input_grad
 
 
 @gradient_rule("LayerNormalization")
@@ -23,10 +24,7 @@ def layer_norm_grad(ctx, node):
     if node.wants(0):
         rank = ctx.rank(x)
         axes = ctx.ints(range(node.attr("axis") % rank, rank))
-        g = ctx.mul(grad, ctx.forward(node.input(1)))
-        mean_g = ctx.op("ReduceMean", g, axes, keepdims=1)
-        mean_g_x_hat = ctx.op("ReduceMean", ctx.mul(g, x_hat), axes, keepdims=1)
-        grads[0] = ctx.mul(inv_std, ctx.sub(ctx.sub(g, mean_g), ctx.mul(x_hat, mean_g_x_hat)))
+        grads[0] = normalized_input_grad(ctx, ctx.mul(grad, ctx.forward(node.input(1))), x_hat, inv_std, axes)
     return grads
 
 
