@@ -8,6 +8,17 @@ from .drawn import BATCH, SIDE, Input, example, floats, make
 from .wrappers import Attention, Call, SharedAttention
 
 
+def _sequence(batch: int, length: int, width: int, batch_first: bool) -> Input:
+    """A sequence input: [batch, length, width] when ``batch_first``, else [length, batch, width]."""
+    return floats(batch, length, width) if batch_first else floats(length, batch, width)
+
+
+def _some_masks(draw, *candidates: tuple[str, Input]) -> tuple[tuple[str, ...], list[Input]]:
+    """Each (keyword, mask) drawn in or out, in order: the chosen keywords and their mask inputs."""
+    chosen = [candidate for candidate in candidates if draw(st.booleans())]
+    return tuple(keyword for keyword, _ in chosen), [mask for _, mask in chosen]
+
+
 @st.composite
 def multihead_attention(draw, shared: str | None, masks: bool = False):
     """One tensor as query, key and value (``shared="self"``), one as key and value (``"memory"``)
@@ -22,7 +33,7 @@ def multihead_attention(draw, shared: str | None, masks: bool = False):
                      kdim=kdim, vdim=vdim)
 
     def sequence(length, width):
-        return floats(batch, length, width) if batch_first else floats(length, batch, width)
+        return _sequence(batch, length, width, batch_first)
 
     keywords, mask_inputs = [], []
     if masks:
@@ -76,16 +87,10 @@ def transformer_encoder_layer(draw):
     """A causal mask and/or a key padding mask (never excluding the first key)."""
     d_model, config = _transformer_config(draw)
     batch, length = draw(BATCH), draw(SIDE)
-    src = floats(batch, length, d_model) if config["batch_first"] else floats(length, batch, d_model)
-    keywords, masks = [], []
-    if draw(st.booleans()):
-        keywords.append("src_mask")
-        masks.append(Input((length, length), "causal"))
-    if draw(st.booleans()):
-        keywords.append("src_key_padding_mask")
-        masks.append(Input((batch, length), "masked"))
+    keywords, masks = _some_masks(draw, ("src_mask", Input((length, length), "causal")),
+                                  ("src_key_padding_mask", Input((batch, length), "masked")))
     layer = make(nn.TransformerEncoderLayer, d_model, **config)
-    return example(make(Call, layer, 1, tuple(keywords)), src, *masks)
+    return example(make(Call, layer, 1, keywords), _sequence(batch, length, d_model, config["batch_first"]), *masks)
 
 
 @st.composite
@@ -93,16 +98,8 @@ def transformer_decoder_layer(draw):
     """Optionally a causal target mask and a memory key padding mask."""
     d_model, config = _transformer_config(draw)
     batch, length, memory_length = draw(BATCH), draw(SIDE), draw(SIDE)
-
-    def sequence(length):
-        return floats(batch, length, d_model) if config["batch_first"] else floats(length, batch, d_model)
-
-    keywords, masks = [], []
-    if draw(st.booleans()):
-        keywords.append("tgt_mask")
-        masks.append(Input((length, length), "causal"))
-    if draw(st.booleans()):
-        keywords.append("memory_key_padding_mask")
-        masks.append(Input((batch, memory_length), "masked"))
+    keywords, masks = _some_masks(draw, ("tgt_mask", Input((length, length), "causal")),
+                                  ("memory_key_padding_mask", Input((batch, memory_length), "masked")))
     layer = make(nn.TransformerDecoderLayer, d_model, **config)
-    return example(make(Call, layer, 2, tuple(keywords)), sequence(length), sequence(memory_length), *masks)
+    target, memory = (_sequence(batch, n, d_model, config["batch_first"]) for n in (length, memory_length))
+    return example(make(Call, layer, 2, keywords), target, memory, *masks)
