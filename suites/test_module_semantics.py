@@ -17,8 +17,8 @@ oracle; integer buffers must be equal.
   its ``state_dict`` through ``torch.save``/``torch.load(weights_only=True)``, before or after the
   first forward; the copy trains like the original.
 An implementation may refuse a behaviour with an error naming it (:func:`refused`); silently
-diverging fails. Each property runs under both re-check policies (``policy``): ``checked`` (the
-harness default, every forward re-checked) and, for an implementation with a skip-check fast path,
+diverging fails. Each property runs under both re-check policies (the ``options`` fixture below):
+``checked`` (the harness default, every forward re-checked) and, for an implementation with a skip-check fast path,
 ``skip_checks`` (ORTModule's default, which stops re-checking after the first forward): a user who
 changes their module on the fast path is owed the same numbers or the same refusal.
 """

@@ -30,8 +30,12 @@ _SUMMED_AS_INT64 = {"Bool", "Byte", "Char", "Short", "Int"}
 _INT64_MAX = 2**63 - 1
 
 
+def _constant(g, value, dtype: torch.dtype):
+    return g.op("Constant", value_t=torch.tensor(value, dtype=dtype))
+
+
 def _ints(g, *values: int):
-    return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+    return _constant(g, values, torch.int64)
 
 
 @symbolic_helper.parse_args("v", "i", "i", "v", "v")
@@ -52,15 +56,11 @@ def diff(g, x, n, dim, prepend, append):
 def softplus(g, x, beta, threshold):
     """``x`` where ``beta * x > threshold``, else ``log(1 + exp(beta * x)) / beta``, as torch."""
     dtype = _type_utils.JitScalarType.from_value(x, _type_utils.JitScalarType.FLOAT).dtype()
-
-    def scalar(value):
-        return g.op("Constant", value_t=torch.tensor(value, dtype=dtype))
-
-    scaled = x if beta == 1 else g.op("Mul", x, scalar(beta))
+    scaled = x if beta == 1 else g.op("Mul", x, _constant(g, beta, dtype))
     smooth = g.op("Softplus", scaled)
     if beta != 1:
-        smooth = g.op("Div", smooth, scalar(beta))
-    return g.op("Where", g.op("Greater", scaled, scalar(threshold)), x, smooth)
+        smooth = g.op("Div", smooth, _constant(g, beta, dtype))
+    return g.op("Where", g.op("Greater", scaled, _constant(g, threshold, dtype)), x, smooth)
 
 
 @symbolic_helper.parse_args("v", "s")
@@ -74,7 +74,7 @@ def gelu(g, x, approximate="none"):
     wide = x if scalar_type == double else g.op("Cast", x, to_i=double.onnx_type())
 
     def scalar(value):
-        return g.op("Constant", value_t=torch.tensor(value, dtype=torch.float64))
+        return _constant(g, value, torch.float64)
 
     cubic = g.op("Mul", g.op("Mul", g.op("Mul", wide, wide), wide), scalar(0.044715))
     inner = g.op("Mul", g.op("Add", wide, cubic), scalar(math.sqrt(2 / math.pi)))
