@@ -4,8 +4,10 @@ An entry is ``[[finding]]`` with ``test`` (a glob over pytest node ids, or a lis
 ``reason`` (one line),
 ``reproduction`` (minimal code) and optionally ``examples``: known failing inputs, as Python
 expressions a suite evaluates and runs before drawing its own (``manifest_examples`` fixture), so
-the finding fails on every run whatever the seed. Entries become strict xfails: an unexpected pass
-fails the run, and an entry that matches no collected test is reported.
+the finding fails on every run whatever the seed, and ``when``: the machine or stack the finding
+holds on (``ortcheck.conditions``; elsewhere the entry is inactive and the test must pass).
+Entries become strict xfails: an unexpected pass fails the run, and an entry that matches no
+collected test is reported.
 """
 from __future__ import annotations
 
@@ -14,8 +16,11 @@ import fnmatch
 import tomllib
 from pathlib import Path
 
+from ortcheck.conditions import Condition
+from ortcheck.machine import Machine
+
 _FIELDS = {"test", "reason", "reproduction"}
-_OPTIONAL = {"examples"}
+_OPTIONAL = {"examples", "when"}
 
 
 class ManifestError(ValueError):
@@ -29,6 +34,15 @@ class Finding:
     reproduction: str
     source: str
     examples: tuple[str, ...] = ()
+    condition: Condition | None = None
+
+    def active_on(self, machine: Machine) -> bool:
+        return self.condition is None or self.condition.holds(machine)
+
+    @property
+    def label(self) -> str:
+        """How a report names the finding: its reason, and the machines it holds on."""
+        return self.reason if self.condition is None else f"{self.reason} (where: {self.condition})"
 
     @property
     def patterns(self) -> tuple[str, ...]:
@@ -69,8 +83,12 @@ def load(path: Path) -> list[Finding]:
         examples = entry.get("examples", [])
         if not isinstance(examples, list) or not all(isinstance(e, str) and e.strip() for e in examples):
             raise ManifestError(f"{where}: examples must be a list of non-empty strings (Python expressions)")
+        try:
+            condition = Condition.parse(entry["when"]) if "when" in entry else None
+        except ValueError as error:
+            raise ManifestError(f"{where}: {error}") from None
         findings.append(Finding(test, entry["reason"].strip(), entry["reproduction"].strip(), where,
-                                tuple(e.strip() for e in examples)))
+                                tuple(e.strip() for e in examples), condition))
     return findings
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from ortcheck import impls, manifest, profiles
+from ortcheck import impls, machine, manifest, profiles
 from ortcheck.impls import DEVICES, Implementation, Options
 from ortcheck.report.collector import NOT_APPLICABLE, impl_of
 
 _UNMATCHED_KEY = pytest.StashKey[list]()
+_INACTIVE_KEY = pytest.StashKey[list]()
 _FINDING_KEY = pytest.StashKey[manifest.Finding]()
 
 
@@ -52,6 +53,7 @@ def pytest_configure(config):
     config.ortcheck_device = config.getoption("device")
     if config.ortcheck_device not in DEVICES:
         raise pytest.UsageError(f"--device {config.ortcheck_device!r} is not valid; valid: {', '.join(DEVICES)}")
+    config.ortcheck_machine = machine.current(config.ortcheck_device)
     for name in config.getoption("require_impl"):
         reason = impls.get(_known(name)).unavailable_reason()
         if reason:
@@ -116,8 +118,17 @@ def options(device) -> Options:
     return Options(device=device)
 
 
+def active_findings(config, impl_name: str) -> tuple[list[manifest.Finding], list[manifest.Finding]]:
+    """(the findings of ``impl_name``'s manifest that hold on this machine and stack, those that don't)."""
+    loaded = manifest.load(impls.get(impl_name).manifest_path())
+    active = [finding for finding in loaded if finding.active_on(config.ortcheck_machine)]
+    return active, [finding for finding in loaded if finding not in active]
+
+
 def pytest_collection_modifyitems(config, items):
-    findings = {name: manifest.load(impls.get(name).manifest_path()) for name in config.ortcheck_impls}
+    split = {name: active_findings(config, name) for name in config.ortcheck_impls}
+    findings = {name: active for name, (active, _) in split.items()}
+    config.stash[_INACTIVE_KEY] = [(name, f) for name, (_, inactive) in split.items() for f in inactive]
     matched = set()
     timeout = _impl_timeout(config)
     for item in items:
@@ -134,7 +145,7 @@ def pytest_collection_modifyitems(config, items):
         if finding:
             matched.add(finding)
             item.stash[_FINDING_KEY] = finding
-            item.add_marker(pytest.mark.xfail(strict=True, reason=f"[{impl_name} manifest] {finding.reason}"))
+            item.add_marker(pytest.mark.xfail(strict=True, reason=f"[{impl_name} manifest] {finding.label}"))
     collected_files = {item.nodeid.split("::")[0] for item in items}
     config.stash[_UNMATCHED_KEY] = [
         (name, f) for name, entries in findings.items() for f in entries
@@ -178,10 +189,10 @@ def pytest_handlecrashitem(crashitem, report, sched):
     property to fail, the crash is its expected failure (native crashes are findings too); otherwise
     the report stays a failure naming the property."""
     impl_name = impl_of(crashitem)
-    finding = manifest.first_match(manifest.load(impls.get(impl_name).manifest_path()), crashitem) if impl_name else None
+    finding = manifest.first_match(active_findings(sched.config, impl_name)[0], crashitem) if impl_name else None
     if finding:
         report.outcome = "skipped"
-        report.wasxfail = f"[{impl_name} manifest] {finding.reason} (the worker crashed)"
+        report.wasxfail = f"[{impl_name} manifest] {finding.label} (the worker crashed)"
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -190,3 +201,8 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.section("ortcheck: manifest entries matching no collected test")
         for impl_name, finding in unmatched:
             terminalreporter.write_line(f"{impl_name}: {', '.join(finding.patterns)}  ({finding.source})")
+    inactive = config.stash.get(_INACTIVE_KEY, [])
+    if inactive:
+        terminalreporter.section("ortcheck: manifest entries that don't hold on this machine (their tests must pass)")
+        for impl_name, finding in inactive:
+            terminalreporter.write_line(f"{impl_name}: {', '.join(finding.patterns)}  where: {finding.condition}")

@@ -17,6 +17,8 @@ from typing import Iterator
 
 import torch
 
+from ortcheck import machine
+
 CUBLAS_WORKSPACE_CONFIG = ":4096:8"  # what torch's reproducibility notes require for deterministic cuBLAS
 DEFAULT_THREADS = 1  # pytest -n auto gives every worker a core; one thread also pins summation order
 
@@ -112,8 +114,9 @@ def _cuda_pinned(settings: Determinism) -> Iterator[None]:
             os.environ["CUBLAS_WORKSPACE_CONFIG"] = saved_env
 
 
-def fingerprint(device: str, dtype: str, threads: int) -> dict[str, str | int | None]:
-    """The stack a curve depends on: library versions, kernel dispatch level, device, threads.
+def fingerprint(device: str, dtype: str, threads: int, kernels: str | None = None) -> dict[str, str | int | None]:
+    """The stack a curve depends on: library versions, kernel dispatch level, device, threads, and
+    the kernels the implementation picked where the rest doesn't say (``Implementation.kernels``).
 
     Deliberately without Python's or the OS's version (they do not change float results), so a
     golden stays blocking across machines that compute the same bits.
@@ -121,9 +124,9 @@ def fingerprint(device: str, dtype: str, threads: int) -> dict[str, str | int | 
     return {
         "torch": torch.__version__,
         "onnxruntime": _onnxruntime_distribution(),
-        "onnx": _version("onnx"),
+        "onnx": machine.distribution_version("onnx"),
         "machine": platform.machine(),
-        "cpu_capability": _cpu_capability(),
+        "cpu_capability": machine.cpu_capability(),
         "device": device,
         "device_name": torch.cuda.get_device_name() if device == "cuda" else None,
         "cuda": torch.version.cuda if device == "cuda" else None,
@@ -131,6 +134,7 @@ def fingerprint(device: str, dtype: str, threads: int) -> dict[str, str | int | 
         "dtype": dtype,
         "threads": threads,
         "cpu_count": os.cpu_count(),  # onnxruntime's intra-op pool is sized by it: reduction order follows
+        **({"kernels": kernels} if kernels else {}),  # absent where nothing of the kind: older goldens stay valid
     }
 
 
@@ -140,20 +144,9 @@ def fingerprint_differences(recorded: dict, current: dict) -> list[str]:
             for key in sorted(set(recorded) | set(current)) if recorded.get(key) != current.get(key)]
 
 
-def _version(distribution: str) -> str | None:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def _onnxruntime_distribution() -> str | None:
     """``name==version`` of whatever provides ``onnxruntime`` (plain, -gpu, -training-cpu...), without
     importing it: importing onnxruntime-training loads ORTModule."""
     names = importlib.metadata.packages_distributions().get("onnxruntime", [])
-    return ", ".join(sorted(f"{name}=={_version(name)}" for name in set(names))) or None
+    return ", ".join(sorted(f"{name}=={machine.distribution_version(name)}" for name in set(names))) or None
 
-
-def _cpu_capability() -> str | None:
-    get = getattr(torch.backends.cpu, "get_cpu_capability", None)
-    return get() if get else None

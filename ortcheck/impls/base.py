@@ -145,6 +145,13 @@ class Implementation(abc.ABC):
         None: every size the strategies draw (16-4096)."""
         return None
 
+    def kernels(self, module: torch.nn.Module, device: str) -> str | None:
+        """Which of its own kernels the pipeline picks for ``module`` on this machine, where that
+        choice follows something the stack fingerprint doesn't name (a CPU flag, a library's own
+        dispatch). Golden curves record it; one recorded with other kernels doesn't block. None:
+        nothing of that kind."""
+        return None
+
     def manifest_path(self) -> Path:
         """Where this implementation's expected-failure manifest lives (TOML, see ortcheck.manifest)."""
         return Path(__file__).parent / "manifests" / f"{self.name}.toml"

@@ -8,9 +8,10 @@ import importlib.util
 
 import torch
 
+from ortcheck import machine
 from ortcheck.impls.base import Capability, Options
 from ortcheck.impls.eager import EagerImpl
-from ortcheck.models.linear4bit import BITSANDBYTES_BLOCK_SIZES, use_kernel
+from ortcheck.models.linear4bit import BITSANDBYTES_BLOCK_SIZES, Linear4Bit, use_kernel
 
 
 class BitsandbytesImpl(EagerImpl):
@@ -27,6 +28,15 @@ class BitsandbytesImpl(EagerImpl):
     def bnb4_block_sizes(self) -> tuple[int, ...]:
         """What bitsandbytes accepts (its 4-bit layers are what users bring)."""
         return BITSANDBYTES_BLOCK_SIZES
+
+    def kernels(self, module: torch.nn.Module, device: str) -> str | None:
+        """bitsandbytes' CPU ``dequantize_4bit`` runs its AVX512F kernel wherever the CPU has the
+        flag (its own CPUID check: ``ATEN_CPU_CAPABILITY`` doesn't reach it), a scalar loop elsewhere;
+        the two compute different weights where blocks span rows (the manifest's finding)."""
+        if device != "cpu" or not any(isinstance(layer, Linear4Bit) for layer in module.modules()):
+            return None
+        path = "AVX512F" if "avx512f" in machine.cpu_flags() else "scalar"
+        return f"bitsandbytes=={machine.distribution_version('bitsandbytes')} CPU dequantize_4bit: {path}"
 
     def wrap(self, module: torch.nn.Module, options: Options = Options()) -> torch.nn.Module:
         return use_kernel(super().wrap(module, options), "bitsandbytes")

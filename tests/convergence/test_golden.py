@@ -120,7 +120,7 @@ def test_a_golden_differing_only_in_what_the_tolerance_covers_blocks(recorded, t
     assert any("step 5" in f for f in outcome.failures)
 
 
-@pytest.mark.parametrize("field", ["onnxruntime", "device", "dtype", "machine"])
+@pytest.mark.parametrize("field", ["onnxruntime", "device", "dtype", "machine", "kernels"])
 def test_a_golden_from_other_libraries_or_hardware_is_advisory(recorded, tmp_path, field):
     target = goldens.path_for(tmp_path, CASE, "eager", "cpu")
     target.parent.mkdir(parents=True)

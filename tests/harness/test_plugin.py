@@ -141,6 +141,23 @@ def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(p
     result.stdout.fnmatch_lines(["*manifest entries matching no collected test*", "*test_no_such_property*"])
 
 
+@pytest.mark.parametrize("when, outcomes, summary", [
+    ('{ versions = { pytest = ">=1" } }', {"xfailed": 5}, ["*unflatten returns copies (where: pytest>=1)*"]),
+    ('{ versions = { pytest = "<1" } }', {"failed": 5}, ["*don't hold on this machine*", "*where: pytest<1*"]),
+])
+def test_a_conditional_finding_holds_only_where_its_condition_does(project, when, outcomes, summary):
+    _manifest(project, "ClonesTensors", f"""
+        [[finding]]
+        test = "suites/test_io_roundtrip.py::test_roundtrip*"
+        when = {when}
+        reason = "unflatten returns copies"
+        reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
+    """)
+    result = run(project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors", "-rx")
+    result.assert_outcomes(**outcomes)
+    result.stdout.fnmatch_lines(summary)
+
+
 def test_unexpected_pass_of_a_manifest_entry_fails_the_run(project):
     _manifest(project, "ClonesTensors", """
         [[finding]]

@@ -10,9 +10,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ortcheck import impls
-from ortcheck.models.linear4bit import Linear4Bit, dequantize_4bit
-from ortcheck.strategies.bnb4 import BNB_BLOCK_SIZES, Weight4Bit, weights_4bit
+from ortcheck import impls, machine
+from ortcheck.models.linear4bit import Linear4Bit, dequantize_4bit, quantize_4bit
+from ortcheck.strategies.bnb4 import BNB_BLOCK_SIZES, QUANT_TYPES, Weight4Bit, weights_4bit
 
 IMPL = impls.get("bitsandbytes")
 REASON = IMPL.unavailable_reason()
@@ -32,10 +32,10 @@ def _bnb_linear4bit(weight: Weight4Bit, bias: torch.Tensor):
 
 
 @given(weights_4bit(block_sizes=BNB_BLOCK_SIZES, max_dim=24, kinds=("normal", "zeros", "outliers"))
-       .filter(lambda weight: weight.n > 1), st.integers(1, 4))
+       .filter(lambda weight: weight.n * weight.k != 2), st.integers(1, 4))
 def test_routed_layer_computes_what_bnb_linear4bit_does(weight, rows):
     """Same bytes (bitsandbytes quantizes both): outputs and input/bias gradients bit for bit.
-    One output feature is the finding below."""
+    A weight of two elements is the finding below."""
     bias = torch.randn(weight.n, generator=torch.Generator().manual_seed(1))
     theirs = _bnb_linear4bit(weight, bias)
     ours = Linear4Bit(torch.zeros(weight.n, weight.k), bias, weight.block_size, weight.quant_type_id)
@@ -68,10 +68,42 @@ def test_bitsandbytes_quantizer_writes_onnxruntimes_fp4_bytes():
 
 
 @pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="bitsandbytes 0.50.2: the backward of a 4-bit layer with one output feature (weight [1, K]) "
-                          "multiplies by the weight in the wrong orientation: 'mat1 and mat2 shapes cannot be multiplied'")
-def test_bnb_linear4bit_with_one_output_feature_has_an_input_gradient():
-    layer = _bnb_linear4bit(Weight4Bit(1, 2, 32, "nf4"), torch.zeros(1))
-    x = torch.randn(3, 2, requires_grad=True)
+                   reason="bitsandbytes 0.50.2: a weight of two elements packs into one byte, which "
+                          "functional.dequantize_4bit takes for a transposed weight ([1, (N*K+1)//2]) and returns "
+                          "transposed: 'mat1 and mat2 shapes cannot be multiplied'")
+@pytest.mark.parametrize("out_features, in_features", [(1, 2), (2, 1)])
+def test_bnb_linear4bit_with_a_two_element_weight_has_an_input_gradient(out_features, in_features):
+    layer = _bnb_linear4bit(Weight4Bit(out_features, in_features, 32, "nf4"), torch.zeros(out_features))
+    x = torch.randn(3, in_features, requires_grad=True)
     layer(x).sum().backward()
     assert x.grad is not None
+
+
+@pytest.mark.parametrize("out_features, in_features, block_size", [(2, 64, 64), (3, 200, 64), (4, 32, 64), (4, 96, 64)])
+@pytest.mark.parametrize("quant_type", ["nf4", "fp4"])
+def test_bitsandbytes_cpu_dequantize_reads_the_flat_block_layout(out_features, in_features, block_size, quant_type,
+                                                                 request):
+    """Blocks run over the flattened weight (docs/architecture.md, "bnb4"), also across rows.
+    bitsandbytes' AVX512F kernel scales by absmax[row * (K // block) + col // block] when 16 divides
+    K (the manifest's machine-conditional finding): wrong where a block spans rows, on avx512f CPUs."""
+    import bitsandbytes  # noqa: F401  (registers torch.ops.bitsandbytes)
+
+    spans_rows = in_features % 16 == 0 and in_features % block_size != 0
+    if spans_rows and "avx512f" in machine.cpu_flags():
+        request.applymarker(pytest.mark.xfail(strict=True, reason="bitsandbytes 0.50.2 AVX512F dequantize_4bit: "
+                                                                  "blocks spanning rows get another block's absmax"))
+    weight = torch.randn(out_features, in_features, generator=torch.Generator().manual_seed(3))
+    data, absmax = quantize_4bit(weight, block_size, QUANT_TYPES[quant_type])
+    theirs = torch.ops.bitsandbytes.dequantize_4bit.default(data.view(-1, 1), absmax, block_size, quant_type,
+                                                            (out_features, in_features), torch.float32)
+    assert torch.equal(theirs, dequantize_4bit(data, absmax, (out_features, in_features), block_size,
+                                               QUANT_TYPES[quant_type]))
+
+
+def test_goldens_record_the_4bit_kernel_only_for_models_that_run_it():
+    """The golden tier reads this (``Implementation.kernels``): a curve recorded with the other
+    dequantize kernel must not block, one without 4-bit layers is the eager curve anywhere."""
+    quantized = Linear4Bit(torch.randn(4, 32))
+    path = "AVX512F" if "avx512f" in machine.cpu_flags() else "scalar"
+    assert IMPL.kernels(torch.nn.Sequential(quantized), "cpu").endswith(f"CPU dequantize_4bit: {path}")
+    assert IMPL.kernels(torch.nn.Linear(2, 2), "cpu") is None
