@@ -2,9 +2,9 @@
 
 - ``at_end``: one autograd node runs the whole backward graph and returns every gradient when it
   has finished (the default).
-- ``as_produced``: the backward graph runs in stages (``stages``), each ending where parameter
-  gradients are complete; torch accumulates each stage's gradients, and fires their hooks,
-  before the next stage runs (``Options(mem_efficient_grad=True)``).
+- ``as_produced``: the backward graph runs in stages (cut by ``reference.runtime.stages``), each
+  ending where parameter gradients are complete; torch accumulates each stage's gradients, and
+  fires their hooks, before the next stage runs (``Options(mem_efficient_grad=True)``).
 
 Both are ``once_differentiable``: the backward runs in onnxruntime, so ``create_graph=True`` is
 refused by torch rather than returning a first derivative that silently has no graph.

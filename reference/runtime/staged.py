@@ -1,5 +1,5 @@
-"""The backward graph run stage by stage (``reference.grads.stages`` makes the cuts), one session
-per stage, over a dict of live values, so gradients can leave after the stage that completes them."""
+"""The backward graph run stage by stage (``stages`` makes the cuts), one session per stage, over
+a dict of live values, so gradients can leave after the stage that completes them."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -8,7 +8,7 @@ import onnx
 import torch
 from onnx import helper
 
-from reference.grads.stages import plan, reads
+from reference.runtime.stages import plan, reads
 from reference.runtime.session import Session
 
 

@@ -1,10 +1,11 @@
 """The backward graph cut into stages, one ending wherever parameter gradients become complete.
 
-Pure graph work, no sessions (``reference.runtime.staged`` runs them). Run in order, the stages compute what the whole backward graph computes, but after each one the
-gradients it completed can go to torch and every value no later stage reads can be freed: the
-graph never holds all parameter gradients (nor all stashed activations) at once. Cuts follow the
-graph's node order, a topological order in which the autodiff stage emits the last layer's
-gradients first.
+Pure graph work, no sessions (``staged`` runs them); it lives in the runtime stage, below
+``reference.grads``, which only consumes the stages. Run in order, the stages compute what the
+whole backward graph computes, but after each one the gradients it completed can go to torch and
+every value no later stage reads can be freed: the graph never holds all parameter gradients (nor
+all stashed activations) at once. Cuts follow the graph's node order, a topological order in which
+the autodiff stage emits the last layer's gradients first.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 frees, on hand-built graphs whose answer is known."""
 from onnx import TensorProto, helper
 
-from reference.grads.stages import plan, reads
+from reference.runtime.stages import plan, reads
 
 
 def graph(nodes, inputs, outputs):
