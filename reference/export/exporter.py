@@ -20,7 +20,7 @@ from reference import nested_io
 from reference.export.flat_module import FlatModule
 from reference.export.branches import reshape_shape_only_ifs
 from reference.export.padding import record_embedding_padding
-from reference.export.simplify import drop_zero_dropouts
+from reference.export.simplify import drop_zero_dropouts, explicit_same_pads, output_padding_as_pads
 from reference.export.symbolics import registered as symbolics_registered
 
 
@@ -66,6 +66,8 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     model = onnx.load_model_from_string(buffer.getvalue())
     record_embedding_padding(model, module)
     drop_zero_dropouts(model)
+    explicit_same_pads(model)
+    output_padding_as_pads(model)
     reshape_shape_only_ifs(model)
     state_names, state_keys = _lift_state(model, flat)
     output_names = tuple(value.name for value in model.graph.output)

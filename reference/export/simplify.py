@@ -3,11 +3,22 @@
 ``nn.Dropout(0.0)`` (a model configured without dropout) still exports as a training-mode
 Dropout node, which makes onnxruntime draw and write a mask every step for nothing. Removing it
 outright (rather than leaving an Identity) also lets recompute trace through where it stood.
+
+``padding="same"`` exports as ``auto_pad=SAME_UPPER``, which onnxruntime refuses with a dilation
+("Dilation not supported for AutoPadType::SAME_UPPER"). PyTorch allows "same" only with stride 1,
+where the padding is ``dilation·(kernel - 1)`` whatever the input size, the odd one at the end:
+explicit pads say the same and every kernel takes them.
+
+PyTorch's ConvTranspose accepts an ``output_padding`` below the stride *or* the dilation;
+onnxruntime only below the stride ("output_padding (1) may be too large for stride (1)"). Such
+output padding only moves the end of the crop: it becomes a smaller end pad, and where it exceeds
+the end pad, zeros appended by a Pad (before the bias, which the appended positions hold).
 """
 from __future__ import annotations
 
+import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 
 def drop_zero_dropouts(model: onnx.ModelProto) -> None:
@@ -42,3 +53,60 @@ def _scalar_constants(graph: onnx.GraphProto) -> dict[str, float]:
             found[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
     return {name: float(value.item()) for name, value in found.items() if value.size == 1 and value.dtype.kind == "f"}
 
+
+
+def explicit_same_pads(model: onnx.ModelProto) -> None:
+    """Rewrite Conv nodes padded SAME_UPPER/SAME_LOWER with unit strides to their explicit pads."""
+    for node in model.graph.node:
+        if node.op_type != "Conv" or node.domain:
+            continue
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        mode = attrs.get("auto_pad", b"NOTSET").decode()
+        kernel, strides = attrs.get("kernel_shape"), attrs.get("strides") or [1] * len(attrs.get("kernel_shape", []))
+        if mode not in ("SAME_UPPER", "SAME_LOWER") or not kernel or any(s != 1 for s in strides):
+            continue
+        dilations = attrs.get("dilations") or [1] * len(kernel)
+        totals = [d * (k - 1) for k, d in zip(kernel, dilations)]
+        small = [t // 2 for t in totals]
+        large = [t - h for t, h in zip(totals, small)]
+        pads = small + large if mode == "SAME_UPPER" else large + small
+        kept = [a for a in node.attribute if a.name != "auto_pad"]
+        del node.attribute[:]
+        node.attribute.extend(kept + [onnx.helper.make_attribute("pads", pads)])
+
+
+def output_padding_as_pads(model: onnx.ModelProto) -> None:
+    """Rewrite ConvTranspose nodes whose output_padding reaches a stride (onnxruntime refuses them)
+    to the same output: end pads reduced by it, and a Pad of zeros for what the pads can't absorb."""
+    graph, rewritten = model.graph, []
+    for node in graph.node:
+        rewritten.append(node)
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        extra = attrs.get("output_padding")
+        spatial = len(extra or [])
+        strides = attrs.get("strides") or [1] * spatial
+        if node.op_type != "ConvTranspose" or node.domain or not extra or all(o < s for o, s in zip(extra, strides)):
+            continue
+        pads = attrs.get("pads") or [0] * (2 * spatial)
+        ends = pads[spatial:]
+        kept = [a for a in node.attribute if a.name not in ("output_padding", "pads")]
+        del node.attribute[:]
+        node.attribute.extend(kept + [helper.make_attribute("pads", pads[:spatial] + [max(e - o, 0) for e, o in
+                                                                                        zip(ends, extra)])])
+        zeros = [max(o - e, 0) for e, o in zip(ends, extra)]
+        if any(zeros):  # appended positions hold the bias alone: pad before adding it
+            output, bias = node.output[0], node.input[2] if len(node.input) > 2 and node.input[2] else None
+            del node.input[2:]
+            node.output[0] = f"{output}_before_output_padding"
+            amounts, padded = f"{output}_output_padding", f"{output}_padded" if bias else output
+            graph.initializer.append(numpy_helper.from_array(np.array([0] * (2 + spatial) + [0, 0] + zeros,
+                                                                      dtype=np.int64), amounts))
+            rewritten.append(helper.make_node("Pad", [node.output[0], amounts], [padded],
+                                              name=f"{node.name}_output_padding"))
+            if bias:
+                shape = f"{output}_bias_shape"
+                graph.initializer.append(numpy_helper.from_array(np.array([-1] + [1] * spatial, dtype=np.int64), shape))
+                rewritten.append(helper.make_node("Reshape", [bias, shape], [f"{output}_bias"], name=f"{node.name}_bias"))
+                rewritten.append(helper.make_node("Add", [padded, f"{output}_bias"], [output], name=f"{node.name}_add_bias"))
+    del graph.node[:]
+    graph.node.extend(rewritten)

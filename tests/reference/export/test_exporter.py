@@ -36,3 +36,38 @@ def test_export_leaves_the_module_in_its_mode():
     module = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Dropout(0.5)).eval()
     _export(module, torch.randn(2, 3), training=False)
     assert not module.training
+
+
+def _runs_like_eager(module, x):
+    """The exported graph's output in onnxruntime equals the module's; returns the export."""
+    import onnxruntime
+
+    exported = _export(module, x)
+    session = onnxruntime.InferenceSession(exported.model.SerializeToString(), providers=["CPUExecutionProvider"])
+    state = dict(module.named_parameters())
+    feeds = {session.get_inputs()[0].name: x.numpy(),
+             **{name: state[key].detach().numpy() for name, key in zip(exported.state_names, exported.state_keys)}}
+    torch.testing.assert_close(torch.from_numpy(session.run(None, feeds)[0]), module(x).detach())
+    return exported
+
+
+def _attrs(exported, op_type):
+    import onnx
+
+    node = next(node for node in exported.model.graph.node if node.op_type == op_type)
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def test_same_padding_exports_as_explicit_pads_that_onnxruntime_runs_with_a_dilation():
+    """onnxruntime refuses SAME_UPPER with a dilation; torch's "same" (stride 1) is static padding."""
+    exported = _runs_like_eager(torch.nn.Conv2d(2, 3, (4, 3), padding="same", dilation=(2, 3)), torch.randn(1, 2, 9, 7))
+    attrs = _attrs(exported, "Conv")
+    assert "auto_pad" not in attrs and attrs["pads"] == [3, 3, 3, 3]  # totals (6, 6): half before, half after
+
+
+def test_output_padding_up_to_the_dilation_exports_as_pads_onnxruntime_runs():
+    """torch allows output_padding < max(stride, dilation), onnxruntime only < stride."""
+    for padding, pads in ((1, [1, 0]), (0, [0, 0])):  # the end pad absorbs it, or a Pad of zeros appends it
+        module = torch.nn.ConvTranspose1d(2, 3, 3, stride=1, padding=padding, output_padding=1, dilation=2)
+        exported = _runs_like_eager(module, torch.randn(1, 2, 4))
+        assert "output_padding" not in _attrs(exported, "ConvTranspose") and _attrs(exported, "ConvTranspose")["pads"] == pads
