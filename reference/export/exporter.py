@@ -20,7 +20,8 @@ from reference import nested_io
 from reference.export.flat_module import FlatModule
 from reference.export.branches import reshape_shape_only_ifs
 from reference.export.padding import record_embedding_padding
-from reference.export.simplify import drop_zero_dropouts, explicit_same_pads, output_padding_as_pads
+from reference.export.simplify import (drop_zero_dropouts, explicit_same_pads, fold_integer_constants,
+                                       output_padding_as_pads)
 from reference.export.symbolics import registered as symbolics_registered
 
 
@@ -68,6 +69,7 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     drop_zero_dropouts(model)
     explicit_same_pads(model)
     output_padding_as_pads(model)
+    fold_integer_constants(model)
     reshape_shape_only_ifs(model)
     state_names, state_keys = _lift_state(model, flat)
     output_names = tuple(value.name for value in model.graph.output)

@@ -13,6 +13,11 @@ PyTorch's ConvTranspose accepts an ``output_padding`` below the stride *or* the 
 onnxruntime only below the stride ("output_padding (1) may be too large for stride (1)"). Such
 output padding only moves the end of the crop: it becomes a smaller end pad, and where it exceeds
 the end pad, zeros appended by a Pad (before the bias, which the appended positions hold).
+
+Integer arithmetic on constants (``Mod``, ``Reshape``... of shape pieces, as ``unflatten`` emits
+in ``nn.MultiheadAttention``'s packed projection) is beyond ONNX's shape inference, which then
+loses the rank of everything downstream; the export runs without constant folding (parameters
+must stay inputs), so those small integer nodes are folded here.
 """
 from __future__ import annotations
 
@@ -110,3 +115,37 @@ def output_padding_as_pads(model: onnx.ModelProto) -> None:
                 rewritten.append(helper.make_node("Add", [padded, f"{output}_bias"], [output], name=f"{node.name}_add_bias"))
     del graph.node[:]
     graph.node.extend(rewritten)
+
+
+_FOLDED_OPS = {"Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Reshape", "Concat", "Unsqueeze", "Squeeze", "Slice",
+               "Gather", "Cast", "Range", "Identity", "Max", "Min", "Equal", "Where", "Not", "Less", "Greater"}
+_MAX_FOLDED_ELEMENTS = 64
+
+
+def fold_integer_constants(model: onnx.ModelProto) -> None:
+    """Replace each node of :data:`_FOLDED_OPS` whose inputs are all small integer constants by a
+    Constant holding its result (evaluated by onnx's reference evaluator): no float value changes."""
+    from onnx.reference import ReferenceEvaluator
+
+    graph = model.graph
+    graph_inputs = {value.name for value in graph.input}
+    known = {t.name: numpy_helper.to_array(t) for t in graph.initializer if t.name not in graph_inputs}
+    opsets = list(model.opset_import)
+    for index, node in enumerate(graph.node):
+        if node.op_type == "Constant" and not node.domain and node.attribute[0].name == "value":
+            known[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+            continue
+        inputs = [known.get(name) for name in node.input if name]
+        if (node.op_type not in _FOLDED_OPS or node.domain or len(node.output) != 1 or not inputs
+                or any(v is None or v.dtype.kind not in "iub" or v.size > _MAX_FOLDED_ELEMENTS for v in inputs)):
+            continue
+        single = helper.make_model(helper.make_graph(
+            [node], "fold", [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(known[name].dtype), None)
+                             for name in dict.fromkeys(n for n in node.input if n)],
+            [helper.make_tensor_value_info(node.output[0], onnx.TensorProto.UNDEFINED, None)]), opset_imports=opsets)
+        value = np.asarray(ReferenceEvaluator(single).run(None, {n: known[n] for n in node.input if n})[0])
+        if value.dtype.kind not in "iub" or value.size > _MAX_FOLDED_ELEMENTS:
+            continue
+        known[node.output[0]] = value
+        graph.node[index].CopyFrom(helper.make_node("Constant", [], [node.output[0]], name=node.name,
+                                                    value=numpy_helper.from_array(value)))

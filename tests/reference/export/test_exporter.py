@@ -71,3 +71,24 @@ def test_output_padding_up_to_the_dilation_exports_as_pads_onnxruntime_runs():
         module = torch.nn.ConvTranspose1d(2, 3, 3, stride=1, padding=padding, output_padding=1, dilation=2)
         exported = _runs_like_eager(module, torch.randn(1, 2, 4))
         assert "output_padding" not in _attrs(exported, "ConvTranspose") and _attrs(exported, "ConvTranspose")["pads"] == pads
+
+
+def test_integer_shape_arithmetic_is_folded_so_shape_inference_keeps_every_rank():
+    """MultiheadAttention's packed projection unflattens with Mod/Reshape of constants, beyond ONNX's
+    shape inference: unfolded, every value after it had no rank (and the gradient needs ranks)."""
+    import onnx
+
+    class SelfAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attention = torch.nn.MultiheadAttention(4, 2)
+
+        def forward(self, x):
+            return self.attention(x, x, x, need_weights=False)[0]
+
+    exported = _runs_like_eager(SelfAttention(), torch.randn(3, 2, 4))
+    inferred = onnx.shape_inference.infer_shapes(exported.model, data_prop=True)
+    typed = {v.name: v.type.tensor_type for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    unranked = [name for node in inferred.graph.node for name in node.output
+                if name in typed and not typed[name].HasField("shape")]
+    assert not unranked and not [n for n in exported.model.graph.node if n.op_type == "Mod"]
