@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ortcheck.convergence import cases, plots, workflow
+from ortcheck.convergence.data_parallel import TooFewDevices
 from ortcheck.impls import Capability
 from ortcheck.pytest_plugin import not_applicable
 
@@ -34,7 +35,10 @@ def test_convergence(impl, options, case_name, request):
         not_applicable(f"{impl.name} lacks capability {', '.join(missing)}")
     steps = case.nightly_steps if config.getoption("nightly") else case.training.steps
     golden_root = Path(config.getoption("golden_dir") or config.rootpath / "golden")
-    outcome = workflow.check(case, impl, options, steps, golden_root, update=config.getoption("update_goldens"))
+    try:
+        outcome = workflow.check(case, impl, options, steps, golden_root, update=config.getoption("update_goldens"))
+    except TooFewDevices as error:
+        not_applicable(str(error))
     request.node.user_properties.append(("convergence_parity", outcome.parity.summary()))
     if config.getoption("convergence_report"):
         png, table = plots.write(outcome, Path(config.getoption("convergence_report")))

@@ -47,7 +47,8 @@ def test_ddp_trains_like_single_process_eager(impl, options, backend, find_unuse
         not_applicable(f"nccl needs a GPU per rank: {WORLD_SIZE} ranks, {torch.cuda.device_count()} GPUs")
     run = DdpRun(functools.partial(mlp_with_unused, 4, 8, 3, unused=find_unused), width=4, outputs=3,
                  micro_batches=micro_batches, find_unused_parameters=find_unused)
-    actual = train_ddp(impl, options, run, WORLD_SIZE, TIMEOUT_S)
+    actual = train_ddp(functools.partial(impl.wrap, options=options), run, options.device, WORLD_SIZE, TIMEOUT_S,
+                       f"DDP ranks of {impl.name}")
     eager = run.build()
     modules = module_runs(eager, copy.deepcopy(eager))
     params = {name: single_process(run, module, name) for name, module in modules.items() if name != "actual"}

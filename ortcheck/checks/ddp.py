@@ -1,7 +1,8 @@
 """Data-parallel training of a wrapped module: ``world_size`` processes (gloo on CPU; nccl with one
-GPU per rank under ``Options(device="cuda")``), each running
-``DistributedDataParallel`` over ``impl.wrap(model)`` on its shard of every batch. Rank 0's
-parameters come back, to be judged against single-process eager training on the whole batches.
+GPU per rank on ``device="cuda"``), each running ``DistributedDataParallel`` over ``wrap(model)`` on
+its shard of every batch. Rank 0's parameters come back, to be judged against single-process eager
+training on the whole batches. ``wrap`` is any picklable callable (the suite passes an
+implementation's bound ``wrap`` with its options): the checks know no implementation.
 
 Every rank is time-bounded: a rank that hangs (a collective nobody joins) or dies fails the call
 within ``timeout`` seconds with the ranks killed, never a hung test run.
@@ -19,8 +20,6 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
-
-from ortcheck.impls import Implementation, Options
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,12 +57,12 @@ class DdpRun:
             optimizer.zero_grad(set_to_none=True)
 
 
-def train_ddp(impl: Implementation, options: Options, run: DdpRun, world_size: int = 2,
-              timeout: float = 180.0) -> dict[str, torch.Tensor]:
-    """Rank 0's parameters after ``run`` trained under DDP through ``impl`` on ``world_size`` ranks
-    (``impl`` is pickled to each rank: its class must be importable there)."""
-    backend = "nccl" if options.device == "cuda" else "gloo"
-    return run_ranks(_train_rank, (impl, options, run), world_size, timeout, f"DDP ranks of {impl.name}", backend)
+def train_ddp(wrap: Callable[[torch.nn.Module], torch.nn.Module], run: DdpRun, device: str = "cpu",
+              world_size: int = 2, timeout: float = 180.0, label: str = "DDP ranks") -> dict[str, torch.Tensor]:
+    """Rank 0's parameters after ``run`` trained under DDP over ``wrap(model)`` on ``world_size``
+    ranks (``wrap`` is pickled to each rank: what it refers to must be importable there)."""
+    backend = "nccl" if device == "cuda" else "gloo"
+    return run_ranks(_train_rank, (wrap, device, run), world_size, timeout, label, backend)
 
 
 def run_ranks(target: Callable, args: tuple, world_size: int, timeout: float, label: str,
@@ -105,9 +104,9 @@ def _rank_main(rank: int, world_size: int, store: str, backend: str, target: Cal
     os._exit(0)
 
 
-def _train_rank(rank: int, world_size: int, impl: Implementation, options: Options, run: DdpRun) -> dict:
-    device = f"cuda:{rank}" if options.device == "cuda" else "cpu"
-    wrapped = impl.wrap(run.build().to(device), options)
+def _train_rank(rank: int, world_size: int, wrap: Callable, device: str, run: DdpRun) -> dict:
+    device = f"cuda:{rank}" if device == "cuda" else "cpu"
+    wrapped = wrap(run.build().to(device))
     ddp = torch.nn.parallel.DistributedDataParallel(wrapped, find_unused_parameters=run.find_unused_parameters)
 
     def shard(step, micro):
