@@ -1,7 +1,7 @@
 """How long a failing transition sequence takes to shrink to its minimal reproduction.
 
 Runs the transition suite's state machine (drawn sequences only, no canonical examples) against
-deliberately broken implementations from tests/harness/mutants.py, under random seeds, and prints
+deliberately broken implementations from ortcheck/impls/mutants.py, under random seeds, and prints
 per run (each with a fresh random seed) the seconds until hypothesis reported the shrunk sequence
 and that sequence's length.
 Target (docs/architecture.md, "Determinism"): under 60 s on 2 cores.
@@ -20,11 +20,9 @@ import torch
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from ortcheck.impls import Options, mutants
 
-from ortcheck.impls import Options  # noqa: E402
-from tests.harness import mutants  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 MUTANTS = {cls.name: cls for cls in (mutants.ReexportsOnNewSizes, mutants.OneGraphSlot)}
 

@@ -8,7 +8,7 @@ from ortcheck import cli, impls
 from ortcheck.convergence import cases, golden as goldens, workflow
 from ortcheck.convergence.curves import CaseRun, Curve
 from ortcheck.convergence.tolerance import FP32_PARITY
-from tests.harness.mutants import GradientsOffByOnePermille
+from ortcheck.impls.mutants import GradientsOffByOnePermille
 
 CASE = "mlp"
 

@@ -22,7 +22,7 @@ def project(pytester):
         import sys
         sys.path.insert(0, {str(REPO)!r})
         from ortcheck import impls
-        from tests.harness import mutants
+        from ortcheck.impls import mutants
         for name in {MUTANTS!r}:
             cls = getattr(mutants, name)
             impls.register(cls.name, cls)

@@ -1,4 +1,7 @@
-"""Deliberately broken implementations: each suite must catch the defect it is about."""
+"""Deliberately broken implementations, the positive controls: each suite must catch the defect it is
+about. Never registered: the harness's tests register them to prove a property can fail, and
+``bench/shrink_time.py`` times how long their failures take to shrink. They subclass the adapters,
+so they live beside them."""
 import contextlib
 import dataclasses
 import os
