@@ -10,6 +10,8 @@
 - ``aten::cumsum`` of a bool or small-integer tensor is exported as a CumSum of that type, which
   ONNX does not define (onnxruntime refuses the graph); torch sums those in int64, so we cast first.
 
+torch.nn layers the exporter refuses outright have theirs in :mod:`reference.export.layer_symbolics`.
+
 Registration is scoped (:func:`registered`): a user's own ``torch.onnx.export`` calls are left alone.
 """
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Iterator
 
 import torch
 from torch.onnx import symbolic_helper, symbolic_opset11
+
+from reference.export.layer_symbolics import LAYER_SYMBOLICS
 
 try:
     from torch.onnx._internal.torchscript_exporter import _type_utils
@@ -90,7 +94,8 @@ def cumsum(g, x, dim, dtype=None):
 
 
 SYMBOLICS = {"aten::diff": (diff, 11), "aten::softplus": (softplus, 9), "aten::gelu": (gelu, 20),
-             "aten::cumsum": (cumsum, 11)}  # each with the lowest opset its ops exist in
+             "aten::cumsum": (cumsum, 11),  # each with the lowest opset its ops exist in
+             **LAYER_SYMBOLICS}
 
 
 @contextlib.contextmanager

@@ -97,6 +97,8 @@ LAYERS: dict[str, st.SearchStrategy[Example]] = {
     "MSELoss": pointwise_loss(nn.MSELoss),
     "L1Loss": pointwise_loss(nn.L1Loss),
     "SmoothL1Loss": pointwise_loss(nn.SmoothL1Loss, beta=st.sampled_from([0.5, 1.0, 2.0])),
+    "SmoothL1Loss_beta_0": pointwise_loss(nn.SmoothL1Loss, beta=st.just(0.0)),
+    "HuberLoss": pointwise_loss(nn.HuberLoss, delta=st.sampled_from([0.5, 1.0, 2.0])),
     "BCEWithLogitsLoss": bce_with_logits(),
     "KLDivLoss": kl_div(),
 }

@@ -1,0 +1,144 @@
+"""Symbolics for torch.nn layers torch 2.13's TorchScript exporter refuses, in plain ONNX ops the
+autodiff stage has rules for. Registered with the others (:mod:`reference.export.symbolics`), only
+while the reference exports.
+
+Each follows eager's formula and rounding order: ``nn.Bilinear`` (``x1 W x2 + b`` as two MatMuls),
+``nn.RMSNorm`` (``x / sqrt(mean(x²) + eps) · weight``, eps defaulting to the dtype's), ``nn.L1Loss``,
+``nn.SmoothL1Loss``, ``nn.HuberLoss``, and cross-entropy with ``label_smoothing``
+(``(1 - ε)·nll + ε/C · smooth``, the smooth term normalised as ATen's
+``cross_entropy_loss_label_smoothing`` does, constants rounded once from double as eager's are).
+"""
+from __future__ import annotations
+
+import torch
+from torch.onnx import symbolic_helper
+
+try:
+    from torch.onnx._internal.torchscript_exporter import _type_utils, symbolic_opset12
+except ImportError:  # torch < 2.9
+    from torch.onnx import _type_utils, symbolic_opset12
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _ints(g, *values: int):
+    return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+
+
+def _dtype(x) -> torch.dtype:
+    return _type_utils.JitScalarType.from_value(x, _type_utils.JitScalarType.FLOAT).dtype()
+
+
+def _cast_like(g, value, like):
+    """``value`` in ``like``'s dtype (a Cast: CastLike would make ``like`` an operand to differentiate)."""
+    return g.op("Cast", value, to_i=_type_utils.JitScalarType.from_dtype(_dtype(like)).onnx_type())
+
+
+def _scalar(g, value: float, like):
+    """``value`` rounded once to ``like``'s dtype, as eager applies a Python float to a tensor."""
+    return g.op("Constant", value_t=torch.tensor(value, dtype=_dtype(like)))
+
+
+def _reduce(g, loss, reduction: int):
+    if _REDUCTIONS[reduction] == "none":
+        return loss
+    return g.op("ReduceMean" if _REDUCTIONS[reduction] == "mean" else "ReduceSum", loss, keepdims_i=0)
+
+
+@symbolic_helper.parse_args("v", "v", "v", "v")
+def bilinear(g, x1, x2, weight, bias):
+    """``y[..., o] = Σ_ij x1[..., i] W[o, i, j] x2[..., j] + b[o]``: ``[..., 1, 1, I] @ [O, I, J]`` then
+    ``@ [..., 1, J, 1]``."""
+    left = g.op("Unsqueeze", x1, _ints(g, -2, -3))
+    right = g.op("Unsqueeze", x2, _ints(g, -1, -3))
+    y = g.op("Squeeze", g.op("MatMul", g.op("MatMul", left, weight), right), _ints(g, -2, -1))
+    return y if symbolic_helper._is_none(bias) else g.op("Add", y, bias)
+
+
+def rms_norm(g, x, normalized_shape, weight, eps):
+    shape = symbolic_helper._get_const(normalized_shape, "is", "normalized_shape")
+    eps = torch.finfo(_dtype(x)).eps if symbolic_helper._is_none(eps) else symbolic_helper._get_const(eps, "f", "eps")
+    mean_square = g.op("ReduceMean", g.op("Mul", x, x), _ints(g, *range(-len(shape), 0)), keepdims_i=1)
+    y = g.op("Div", x, g.op("Sqrt", g.op("Add", mean_square, _scalar(g, eps, x))))
+    return y if symbolic_helper._is_none(weight) else g.op("Mul", y, weight)
+
+
+@symbolic_helper.parse_args("v", "v", "i")
+def l1_loss(g, x, target, reduction):
+    return _reduce(g, g.op("Abs", g.op("Sub", x, target)), reduction)
+
+
+def _piecewise(g, x, target, reduction, bound: float, inside, outside):
+    """Quadratic within ``bound`` of the target, linear beyond (``bound`` 0: linear everywhere)."""
+    error = g.op("Abs", g.op("Sub", x, target))
+    if bound == 0:
+        return _reduce(g, error, reduction)
+    loss = g.op("Where", g.op("Less", error, _scalar(g, bound, x)), inside(error), outside(error))
+    return _reduce(g, loss, reduction)
+
+
+@symbolic_helper.parse_args("v", "v", "i", "f")
+def smooth_l1_loss(g, x, target, reduction, beta):
+    """``0.5 d² / beta`` where ``d < beta``, else ``d - 0.5 beta``."""
+    return _piecewise(g, x, target, reduction, beta,
+                      lambda d: g.op("Div", g.op("Mul", g.op("Mul", d, d), _scalar(g, 0.5, x)), _scalar(g, beta, x)),
+                      lambda d: g.op("Sub", d, _scalar(g, 0.5 * beta, x)))
+
+
+@symbolic_helper.parse_args("v", "v", "i", "f")
+def huber_loss(g, x, target, reduction, delta):
+    """``0.5 d²`` where ``d < delta``, else ``delta (d - 0.5 delta)``."""
+    return _piecewise(g, x, target, reduction, delta,
+                      lambda d: g.op("Mul", g.op("Mul", d, d), _scalar(g, 0.5, x)),
+                      lambda d: g.op("Mul", g.op("Sub", d, _scalar(g, 0.5 * delta, x)), _scalar(g, delta, x)))
+
+
+def cross_entropy_loss(g, x, target, weight, reduction, ignore_index, label_smoothing):
+    """torch's own symbolic without label smoothing; with it, ATen's formula (class axis 1). An
+    unbatched input (logits ``[C]``, a 0-d target) runs as a batch of one (torch's own symbolic
+    emits a Reshape onnxruntime rejects for it)."""
+    if symbolic_helper._get_tensor_rank(x) == 1:
+        batched = _batched_cross_entropy_loss(g, g.op("Unsqueeze", x, _ints(g, 0)), g.op("Unsqueeze", target, _ints(g, 0)),
+                                              weight, reduction, ignore_index, label_smoothing)
+        none = _REDUCTIONS[symbolic_helper._maybe_get_const(reduction, "i")] == "none"
+        return g.op("Squeeze", batched, _ints(g, 0)) if none else batched
+    return _batched_cross_entropy_loss(g, x, target, weight, reduction, ignore_index, label_smoothing)
+
+
+def _batched_cross_entropy_loss(g, x, target, weight, reduction, ignore_index, label_smoothing):
+    smoothing = symbolic_helper._maybe_get_const(label_smoothing, "f")
+    if not smoothing:
+        return symbolic_opset12.cross_entropy_loss(g, x, target, weight, reduction, ignore_index, label_smoothing)
+    reduction = _REDUCTIONS[symbolic_helper._maybe_get_const(reduction, "i")]
+    ignore = symbolic_helper._maybe_get_const(ignore_index, "i")
+    weighted = not symbolic_helper._is_none(weight)
+    log_probs = g.op("LogSoftmax", x, axis_i=1)
+    nll = g.op("NegativeLogLikelihoodLoss", log_probs, target, *([weight] if weighted else []),
+               reduction_s=reduction, ignore_index_i=ignore)
+    rank = symbolic_helper._get_tensor_rank(x)
+    if weighted:
+        log_probs = g.op("Mul", log_probs, g.op("Reshape", weight, _ints(g, 1, -1, *[1] * (rank - 2))))
+    smooth = g.op("Neg", g.op("ReduceSum", log_probs, _ints(g, 1), keepdims_i=0))
+    ignored = g.op("Equal", target, g.op("Constant", value_t=torch.tensor(ignore, dtype=torch.int64)))
+    zero = _scalar(g, 0.0, x)
+    smooth = g.op("Where", ignored, zero, smooth)
+    if reduction != "none":
+        smooth = g.op("ReduceSum", smooth, keepdims_i=0)
+    if reduction == "mean":
+        if weighted:
+            kept = g.op("Where", ignored, g.op("Constant", value_t=torch.tensor(0, dtype=torch.int64)), target)
+            count = g.op("ReduceSum", g.op("Where", ignored, zero, g.op("Gather", weight, kept)), keepdims_i=0)
+        else:
+            count = _cast_like(g, g.op("ReduceSum", g.op("Cast", g.op("Not", ignored), to_i=7), keepdims_i=0), x)
+        smooth = g.op("Div", smooth, count)
+    classes = g.op("Cast", g.op("Gather", g.op("Shape", x), _ints(g, 1)), to_i=11)  # double, as in eager
+    share = _cast_like(g, g.op("Div", g.op("Constant", value_t=torch.tensor([smoothing], dtype=torch.float64)),
+                                 classes), x)
+    share = g.op("Squeeze", share, _ints(g, 0))
+    return g.op("Add", g.op("Mul", nll, _scalar(g, 1 - smoothing, x)), g.op("Mul", smooth, share))
+
+
+# each with the lowest opset its ops exist in (ReduceMean with axes as an input: 18)
+LAYER_SYMBOLICS = {"aten::bilinear": (bilinear, 13), "aten::rms_norm": (rms_norm, 18),
+                   "aten::l1_loss": (l1_loss, 13), "aten::smooth_l1_loss": (smooth_l1_loss, 13),
+                   "aten::huber_loss": (huber_loss, 13), "aten::cross_entropy_loss": (cross_entropy_loss, 13)}
