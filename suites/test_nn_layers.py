@@ -6,8 +6,9 @@ user wraps ``nn.Conv2d`` or ``nn.LSTM``, whose parameters, buffers (BatchNorm's 
 and train/eval behaviour are the module's. Each layer has a hypothesis builder
 (``ortcheck.strategies.nn_layers``) drawing its configuration and input shapes; each example builds
 the layer under a seed, wraps a copy, runs forward and a backward from seeded cotangents, and the
-float64 oracle judges the output, every parameter's gradient, every float input's gradient and the
-buffers after the step. A layer the pipeline can't export or differentiate fails naming it.
+float64 oracle judges the output, every parameter's gradient, every float input's gradient, and the
+buffers and parameters after the step (forward may write them: BatchNorm's statistics, an
+Embedding's ``max_norm``). A layer the pipeline can't export or differentiate fails naming it.
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def _randomize_running_stats(module: nn.Module, generator: torch.Generator) -> N
 
 def check_layer(impl, options, layer: str, drawn: Example, seed: int) -> None:
     """Forward, then backward of sum(output * seeded weights) over every float output; the oracle
-    judges outputs, parameter and input gradients and the buffers after the step."""
+    judges outputs, parameter and input gradients, and buffers and parameters after the step."""
     generator = torch.Generator().manual_seed(seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -75,7 +76,8 @@ def check_layer(impl, options, layer: str, drawn: Example, seed: int) -> None:
         results[run] = {"output": outputs[run],
                         "param_grads": {name: p.grad for name, p in modules[run].named_parameters()},
                         "input_grads": [x.grad for x in inputs[run] if x.is_floating_point()],
-                        "buffers": dict(modules[run].named_buffers())}
+                        "buffers": dict(modules[run].named_buffers()),
+                        "params": {name: p.detach() for name, p in modules[run].named_parameters()}}
     assert_matches_oracle(results, path=layer)
 
 

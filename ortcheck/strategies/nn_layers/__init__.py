@@ -12,14 +12,16 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from torch import nn
 
-from .activations import activation
+from .activations import activation, dropout_nd
 from .attention import multihead_attention, sdpa, transformer_decoder_layer, transformer_encoder_layer
+from .blocks import basic_block, depthwise_separable
 from .conv import adaptive_pool, conv, conv_transpose, pool
 from .dense import bilinear, embedding, embedding_bag, linear
 from .drawn import Example, Input
-from .losses import bce_with_logits, class_loss, kl_div, pointwise_loss
-from .norms import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
+from .losses import bce_with_logits, class_loss, kl_div, pair_loss, pointwise_loss, triplet_margin
+from .norms import batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm
 from .recurrent import recurrent
+from .spatial import fold, padding, pixel_shuffle, unfold, upsample
 
 __all__ = ["LAYERS", "NAMES", "Example", "Input"]
 
@@ -36,6 +38,8 @@ LAYERS: dict[str, st.SearchStrategy[Example]] = {
     "Conv2d_padding_mode": conv(2, padding_modes=("reflect", "replicate", "circular")),
     "ConvTranspose1d": conv_transpose(1),
     "ConvTranspose2d": conv_transpose(2),
+    "DepthwiseSeparableConv": depthwise_separable(),
+    "ResNetBasicBlock": basic_block(),
     "BatchNorm1d": batch_norm(1),
     "BatchNorm2d": batch_norm(2),
     "BatchNorm1d_eval": batch_norm(1, eval=True),
@@ -45,9 +49,11 @@ LAYERS: dict[str, st.SearchStrategy[Example]] = {
     "InstanceNorm1d": instance_norm(1),
     "InstanceNorm2d": instance_norm(2),
     "RMSNorm": rms_norm(),
+    "LocalResponseNorm": local_response_norm(),
     "Embedding": embedding(),
     "Embedding_padding_idx": embedding(padding_idx=True),
     "Embedding_scale_grad_by_freq": embedding(scale_grad_by_freq=True),
+    "Embedding_max_norm": embedding(max_norm=True),
     "EmbeddingBag": embedding_bag(offsets=False),
     "EmbeddingBag_offsets": embedding_bag(offsets=True),
     "MultiheadAttention": multihead_attention(shared="self"),
@@ -74,6 +80,19 @@ LAYERS: dict[str, st.SearchStrategy[Example]] = {
     "AdaptiveAvgPool2d": adaptive_pool(2, uneven=False),
     "AdaptiveAvgPool1d_uneven": adaptive_pool(1, uneven=True),
     "AdaptiveAvgPool2d_uneven": adaptive_pool(2, uneven=True),
+    "Upsample1d_nearest": upsample(1, "nearest"),
+    "Upsample2d_nearest": upsample(2, "nearest"),
+    "Upsample1d_linear": upsample(1, "linear", align_corners=False),
+    "Upsample2d_bilinear": upsample(2, "bilinear", align_corners=False),
+    "Upsample2d_bilinear_align_corners": upsample(2, "bilinear", align_corners=True),
+    "PixelShuffle": pixel_shuffle(unshuffle=False),
+    "PixelUnshuffle": pixel_shuffle(unshuffle=True),
+    "Unfold": unfold(),
+    "Fold": fold(),
+    **{f"{kind.capitalize()}Pad{nd}d": padding(kind, nd)
+       for kind in ("zero", "constant", "reflection", "replication", "circular") for nd in (1, 2)},
+    "Dropout1d_p0": dropout_nd(nn.Dropout1d),
+    "Dropout2d_p0": dropout_nd(nn.Dropout2d),
     "ReLU": activation(nn.ReLU),
     "GELU": activation(nn.GELU),
     "GELU_tanh": activation(nn.GELU, inputs="wide_body", approximate=st.just("tanh")),
@@ -99,6 +118,9 @@ LAYERS: dict[str, st.SearchStrategy[Example]] = {
     "SmoothL1Loss": pointwise_loss(nn.SmoothL1Loss, beta=st.sampled_from([0.5, 1.0, 2.0])),
     "SmoothL1Loss_beta_0": pointwise_loss(nn.SmoothL1Loss, beta=st.just(0.0)),
     "HuberLoss": pointwise_loss(nn.HuberLoss, delta=st.sampled_from([0.5, 1.0, 2.0])),
+    "CosineEmbeddingLoss": pair_loss(nn.CosineEmbeddingLoss, vectors=True, margin=st.sampled_from([0.0, 0.3])),
+    "MarginRankingLoss": pair_loss(nn.MarginRankingLoss, vectors=False, margin=st.sampled_from([0.0, 0.5])),
+    "TripletMarginLoss": triplet_margin(),
     "BCEWithLogitsLoss": bce_with_logits(),
     "KLDivLoss": kl_div(),
 }

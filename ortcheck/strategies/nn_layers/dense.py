@@ -23,11 +23,14 @@ def bilinear(draw):
 
 
 @st.composite
-def embedding(draw, padding_idx: bool = False, scale_grad_by_freq: bool = False):
-    """Indices [T] or [B, T]; ``padding_idx`` (its row gets no gradient) counted from either end."""
+def embedding(draw, padding_idx: bool = False, scale_grad_by_freq: bool = False, max_norm: bool = False):
+    """Indices [T] or [B, T]; ``padding_idx`` (its row gets no gradient) counted from either end;
+    ``max_norm`` (forward renormalises the looked-up rows of the weight in place, below the norm of a
+    randn row of any width drawn here, so rows do change)."""
     count, dim = draw(st.integers(1, 6)), draw(SIDE)
     padding_idx = draw(st.integers(-count, count - 1)) if padding_idx else None
-    layer = make(nn.Embedding, count, dim, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq)
+    extra = dict(max_norm=draw(st.sampled_from([0.05, 0.1])), norm_type=draw(st.sampled_from([1.0, 2.0]))) if max_norm else {}
+    layer = make(nn.Embedding, count, dim, padding_idx=padding_idx, scale_grad_by_freq=scale_grad_by_freq, **extra)
     return example(layer, Input(tuple(draw(st.lists(SIDE, min_size=1, max_size=2))), f"index:{count}"))
 
 

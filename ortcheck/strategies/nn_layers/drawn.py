@@ -61,7 +61,8 @@ class Input:
     ``ignore`` is a class), ``filled:<v>`` (all v), ``masked`` (bool, True = excluded, never the
     first entry of the last axis), ``allowed`` (bool, True = attended, always the first), ``causal``
     (bool, True above the diagonal), ``offsets:<n>`` / ``offsets_last:<n>`` (EmbeddingBag's bag
-    starts in [0, n], the first 0; the latter ending with n)."""
+    starts in [0, n], the first 0; the latter ending with n), ``sign`` (float ±1, a ranking or
+    similarity label)."""
 
     shape: tuple[int, ...]
     kind: str = "float"
@@ -86,6 +87,8 @@ class Input:
             ignored = torch.rand(shape, generator=generator) < 0.3
             ignored.view(-1)[0] = False
             return torch.where(ignored, torch.full_like(labels, ignore), labels)
+        if kind == "sign":
+            return torch.where(torch.rand(shape, generator=generator) < 0.5, -1.0, 1.0)
         if kind == "filled":
             return torch.full(shape, int(args[0]))
         if kind in ("masked", "allowed"):

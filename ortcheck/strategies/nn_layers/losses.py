@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from .drawn import BATCH, SIDE, Input, example, floats, make
-from .wrappers import LossOf
+from .wrappers import Call, LossOf
 
 REDUCTIONS = st.sampled_from(["mean", "sum", "none"])
 
@@ -65,3 +65,22 @@ def kl_div(draw):
     layer = make(nn.KLDivLoss, reduction=draw(st.sampled_from(["batchmean", "mean", "sum", "none"])),
                  log_target=log_target)
     return example(make(LossOf, layer), floats(*shape), floats(*shape, kind="float" if log_target else "positive"))
+
+
+@st.composite
+def pair_loss(draw, cls: type, vectors: bool, **kwargs):
+    """Two predictions and a ±1 label per sample: cosine embedding (vectors ``[N, D]``) or margin
+    ranking (scores ``[N]``)."""
+    batch = draw(BATCH)
+    shape = (batch, draw(SIDE)) if vectors else (batch,)
+    drawn = {name: draw(strategy) for name, strategy in kwargs.items()}
+    layer = make(Call, make(cls, reduction=draw(REDUCTIONS), **drawn), 3)
+    return example(layer, floats(*shape), floats(*shape), Input((batch,), "sign"))
+
+
+@st.composite
+def triplet_margin(draw):
+    batch, dim = draw(BATCH), draw(SIDE)
+    layer = make(nn.TripletMarginLoss, margin=draw(st.sampled_from([0.5, 1.0, 4.0])), p=draw(st.sampled_from([1.0, 2.0])),
+                 swap=draw(st.booleans()), reduction=draw(REDUCTIONS))
+    return example(make(Call, layer, 3), floats(batch, dim), floats(batch, dim), floats(batch, dim))

@@ -56,3 +56,12 @@ def rms_norm(draw):
     layer = make(nn.RMSNorm, normalized, eps=draw(st.sampled_from([None, 1e-6])),
                  elementwise_affine=draw(st.booleans()))
     return example(layer, floats(*draw(st.lists(SIDE, max_size=2)), *normalized))
+
+
+@st.composite
+def local_response_norm(draw):
+    """Across a window of channels, on ``[N, C, *spatial]`` (ranks 3 and 4)."""
+    shape = draw(st.lists(SIDE, min_size=1, max_size=2))
+    layer = make(nn.LocalResponseNorm, draw(st.integers(1, 4)), alpha=draw(st.sampled_from([1e-4, 0.1, 1.0])),
+                 beta=draw(st.sampled_from([0.75, 0.5])), k=draw(st.sampled_from([1.0, 2.0])))
+    return example(layer, floats(draw(BATCH), draw(st.integers(1, 5)), *shape))

@@ -54,3 +54,13 @@ def test_conv_transpose(dims, config, harness):
     module = TRANSPOSED[dims](4, 8, 3, **config)
     size = 5 if dims < 3 else 4
     harness.check_gradients(module, [_input(dims, 4, size)], more_args=[[_input(dims, 4, size + 3)]], **BOUND)
+
+
+@pytest.mark.parametrize("config", [dict(), dict(stride=2), dict(padding=1, dilation=2), dict(stride=2, padding=1)],
+                         ids=str)
+def test_fold(config, harness):
+    """Col2Im (nn.Fold): its gradient unfolds dY, exactly."""
+    kernel, output = (2, 3), (5, 6)
+    module = torch.nn.Fold(output, kernel, **config)
+    blocks = torch.nn.functional.unfold(torch.randn(1, 3, *output), kernel, **config).shape[-1]
+    harness.check_gradients(module, [r(2, 3 * 6, blocks)], more_args=[[r(1, 3 * 6, blocks)]], rtol=0, atol=0)
