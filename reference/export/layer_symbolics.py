@@ -4,9 +4,11 @@ while the reference exports.
 
 Each follows eager's formula and rounding order: ``nn.Bilinear`` (``x1 W x2 + b`` as two MatMuls),
 ``nn.RMSNorm`` (``x / sqrt(mean(x²) + eps) · weight``, eps defaulting to the dtype's), ``nn.L1Loss``,
-``nn.SmoothL1Loss``, ``nn.HuberLoss``, and cross-entropy with ``label_smoothing``
+``nn.SmoothL1Loss``, ``nn.HuberLoss``, cross-entropy with ``label_smoothing``
 (``(1 - ε)·nll + ε/C · smooth``, the smooth term normalised as ATen's
-``cross_entropy_loss_label_smoothing`` does, constants rounded once from double as eager's are).
+``cross_entropy_loss_label_smoothing`` does, constants rounded once from double as eager's are),
+the margin-ranking, cosine-embedding and triplet-margin losses (ATen's formulas), and channel
+dropout (``nn.Dropout1d/2d``, which torch exports in training mode not at all).
 """
 from __future__ import annotations
 
@@ -138,7 +140,73 @@ def _batched_cross_entropy_loss(g, x, target, weight, reduction, ignore_index, l
     return g.op("Add", g.op("Mul", nll, _scalar(g, 1 - smoothing, x)), g.op("Mul", smooth, share))
 
 
+def _sum_last(g, x):
+    return g.op("ReduceSum", x, _ints(g, -1), keepdims_i=0)
+
+
+def _pairwise_distance(g, a, b, p: float, eps: float):
+    """``‖a - b + eps‖_p`` over the last axis, as ``torch.pairwise_distance`` (p 1 or 2)."""
+    difference = g.op("Add", g.op("Sub", a, b), _scalar(g, eps, a))
+    if p == 1:
+        return _sum_last(g, g.op("Abs", difference))
+    return g.op("Sqrt", _sum_last(g, g.op("Mul", difference, difference)))
+
+
+@symbolic_helper.parse_args("v", "v", "v", "f", "i")
+def margin_ranking_loss(g, x1, x2, target, margin, reduction):
+    """``max(0, -y (x1 - x2) + margin)``."""
+    loss = g.op("Add", g.op("Mul", g.op("Neg", target), g.op("Sub", x1, x2)), _scalar(g, margin, x1))
+    return _reduce(g, g.op("Relu", loss), reduction)
+
+
+@symbolic_helper.parse_args("v", "v", "v", "f", "i")
+def cosine_embedding_loss(g, x1, x2, target, margin, reduction):
+    """ATen's: ``1 - cos`` where y = 1, ``max(0, cos - margin)`` where y = -1, with cos from the
+    dot product over sqrt((|x1|² + 1e-12)(|x2|² + 1e-12)) along the feature axis."""
+    axis = 1 if symbolic_helper._get_tensor_rank(x1) == 2 else 0
+    summed = lambda value: g.op("ReduceSum", value, _ints(g, axis), keepdims_i=0)  # noqa: E731
+    tiny = _scalar(g, 1e-12, x1)
+    squares = g.op("Mul", g.op("Add", summed(g.op("Mul", x1, x1)), tiny), g.op("Add", summed(g.op("Mul", x2, x2)), tiny))
+    cos = g.op("Div", summed(g.op("Mul", x1, x2)), g.op("Sqrt", squares))
+    zero = _scalar(g, 0.0, x1)
+    positive = g.op("Where", g.op("Equal", target, _scalar(g, 1.0, target)), g.op("Sub", _scalar(g, 1.0, x1), cos), zero)
+    negative = g.op("Where", g.op("Equal", target, _scalar(g, -1.0, target)),
+                    g.op("Relu", g.op("Sub", cos, _scalar(g, margin, x1))), zero)
+    return _reduce(g, g.op("Add", positive, negative), reduction)
+
+
+@symbolic_helper.parse_args("v", "v", "v", "f", "f", "f", "b", "i")
+def triplet_margin_loss(g, anchor, positive, negative, margin, p, eps, swap, reduction):
+    """``max(0, margin + d(a, p) - d(a, n))``, d(a, n) replaced by d(p, n) where smaller (``swap``)."""
+    if p not in (1.0, 2.0):
+        return symbolic_helper._onnx_unsupported(f"triplet_margin_loss with p={p} (1 and 2 are)", anchor)
+    near, far = _pairwise_distance(g, anchor, positive, p, eps), _pairwise_distance(g, anchor, negative, p, eps)
+    if swap:
+        swapped = _pairwise_distance(g, positive, negative, p, eps)
+        far = g.op("Where", g.op("Less", swapped, far), swapped, far)
+    loss = g.op("Relu", g.op("Sub", g.op("Add", near, _scalar(g, margin, anchor)), far))
+    return _reduce(g, loss, reduction)
+
+
+@symbolic_helper.parse_args("v", "f", "b")
+def feature_dropout(g, x, p, train):
+    """``nn.Dropout1d/2d/3d``: whole channels zeroed with probability p, the rest scaled by 1/(1-p);
+    the identity at p = 0 or in eval mode. Masks come from onnxruntime's RNG (as Dropout's do)."""
+    if not train or p == 0:
+        return x
+    rank = symbolic_helper._get_tensor_rank(x)
+    shape = g.op("Concat", g.op("Slice", g.op("Shape", x), _ints(g, 0), _ints(g, 2)), _ints(g, *[1] * (rank - 2)), axis_i=0)
+    draws = g.op("RandomUniformLike", g.op("ConstantOfShape", shape, value_t=torch.tensor([0.0])))
+    kept = g.op("Cast", g.op("Not", g.op("Less", draws, g.op("Constant", value_t=torch.tensor(p)))),
+                to_i=_type_utils.JitScalarType.from_dtype(_dtype(x)).onnx_type())
+    return g.op("Mul", x, g.op("Mul", kept, _scalar(g, 1 / (1 - p), x)))
+
+
 # each with the lowest opset its ops exist in (ReduceMean with axes as an input: 18)
 LAYER_SYMBOLICS = {"aten::bilinear": (bilinear, 13), "aten::rms_norm": (rms_norm, 18),
                    "aten::l1_loss": (l1_loss, 13), "aten::smooth_l1_loss": (smooth_l1_loss, 13),
-                   "aten::huber_loss": (huber_loss, 13), "aten::cross_entropy_loss": (cross_entropy_loss, 13)}
+                   "aten::huber_loss": (huber_loss, 13), "aten::cross_entropy_loss": (cross_entropy_loss, 13),
+                   "aten::margin_ranking_loss": (margin_ranking_loss, 13),
+                   "aten::cosine_embedding_loss": (cosine_embedding_loss, 13),
+                   "aten::triplet_margin_loss": (triplet_margin_loss, 13),
+                   "aten::feature_dropout": (feature_dropout, 13)}
