@@ -1,0 +1,11 @@
+from reference.autodiff.registry import gradient_rule
+
+
+@gradient_rule("GlobalAveragePool")
+def global_average_pool_grad(ctx, node):
+    """Every input position receives its channel's dy divided by the spatial size (read at run time)."""
+    x = node.input(0)
+    shape = ctx.shape(x)
+    spatial = ctx.op("ReduceProd", ctx.op("Slice", shape, ctx.ints([2]), ctx.ints([ctx.rank(x)])), keepdims=0)
+    count = ctx.op("Cast", spatial, to=ctx.elem_type(x))
+    return {0: ctx.div(ctx.op("Expand", node.grad(), shape), count)}
