@@ -7,8 +7,9 @@ Each follows eager's formula and rounding order: ``nn.Bilinear`` (``x1 W x2 + b`
 ``nn.SmoothL1Loss``, ``nn.HuberLoss``, cross-entropy with ``label_smoothing``
 (``(1 - ε)·nll + ε/C · smooth``, the smooth term normalised as ATen's
 ``cross_entropy_loss_label_smoothing`` does, constants rounded once from double as eager's are),
-the margin-ranking, cosine-embedding and triplet-margin losses (ATen's formulas), and channel
-dropout (``nn.Dropout1d/2d``, which torch exports in training mode not at all).
+the margin-ranking, cosine-embedding and triplet-margin losses (ATen's formulas), channel
+dropout (``nn.Dropout1d/2d``, which torch exports in training mode not at all), and
+grouped-query ``scaled_dot_product_attention(enable_gqa=True)`` (key/value heads repeated).
 """
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ import torch
 from torch.onnx import symbolic_helper
 
 try:
-    from torch.onnx._internal.torchscript_exporter import _type_utils, symbolic_opset12
+    from torch.onnx._internal.torchscript_exporter import _type_utils, symbolic_opset12, symbolic_opset14
 except ImportError:  # torch < 2.9
-    from torch.onnx import _type_utils, symbolic_opset12
+    from torch.onnx import _type_utils, symbolic_opset12, symbolic_opset14
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -202,6 +203,29 @@ def feature_dropout(g, x, p, train):
     return g.op("Mul", x, g.op("Mul", kept, _scalar(g, 1 / (1 - p), x)))
 
 
+def _repeat_heads(g, x, repeats):
+    """``x.repeat_interleave(repeats, dim=-3)`` with ``repeats`` a 1-element int64 tensor: each head
+    ``repeats`` times in a row, as grouped-query attention shares a key/value head."""
+    shape = g.op("Shape", x)
+    lead, heads = g.op("Slice", shape, _ints(g, 0), _ints(g, -3)), g.op("Slice", shape, _ints(g, -3), _ints(g, -2))
+    tail = g.op("Slice", shape, _ints(g, -2), _ints(g, 2**62))
+    spread = g.op("Expand", g.op("Unsqueeze", x, _ints(g, -3)), g.op("Concat", lead, heads, repeats, tail, axis_i=0))
+    return g.op("Reshape", spread, g.op("Concat", lead, g.op("Mul", heads, repeats), tail, axis_i=0))
+
+
+@symbolic_helper.parse_args("v", "v", "v", "v", "f", "b", "v", "b")
+def scaled_dot_product_attention(g, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """torch's own symbolic; with ``enable_gqa`` (transformers' default sdpa path for grouped-query
+    attention, which torch's refuses) key and value heads first repeated to the query's count."""
+    if enable_gqa:
+        heads = lambda x: g.op("Slice", g.op("Shape", x), _ints(g, -3), _ints(g, -2))  # noqa: E731
+        repeats = g.op("Div", heads(query), heads(key))
+        key, value = _repeat_heads(g, key, repeats), _repeat_heads(g, value, repeats)
+    return symbolic_opset14.scaled_dot_product_attention(g, query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                                         False)
+
+
 # each with the lowest opset its ops exist in (ReduceMean with axes as an input: 18)
 LAYER_SYMBOLICS = {"aten::bilinear": (bilinear, 13), "aten::rms_norm": (rms_norm, 18),
                    "aten::l1_loss": (l1_loss, 13), "aten::smooth_l1_loss": (smooth_l1_loss, 13),
@@ -209,4 +233,5 @@ LAYER_SYMBOLICS = {"aten::bilinear": (bilinear, 13), "aten::rms_norm": (rms_norm
                    "aten::margin_ranking_loss": (margin_ranking_loss, 13),
                    "aten::cosine_embedding_loss": (cosine_embedding_loss, 13),
                    "aten::triplet_margin_loss": (triplet_margin_loss, 13),
-                   "aten::feature_dropout": (feature_dropout, 13)}
+                   "aten::feature_dropout": (feature_dropout, 13),
+                   "aten::scaled_dot_product_attention": (scaled_dot_product_attention, 14)}

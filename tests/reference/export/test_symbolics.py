@@ -103,6 +103,11 @@ class LossOf(torch.nn.Module):
         return self.loss(prediction, target)
 
 
+class GroupedQueryAttention(torch.nn.Module):
+    def forward(self, q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+
 LAYERS = {  # what torch 2.13's exporter refuses; the oracle judges these in suites/test_nn_layers.py
     "bilinear": lambda: (torch.nn.Bilinear(3, 2, 4), (torch.randn(5, 3), torch.randn(5, 2))),
     "rms_norm": lambda: (torch.nn.RMSNorm([2, 3]), (torch.randn(4, 2, 3),)),
@@ -117,6 +122,8 @@ LAYERS = {  # what torch 2.13's exporter refuses; the oracle judges these in sui
                                                                  torch.tensor([1.0, -1.0, 1.0, -1.0]))),
     "cosine_embedding": lambda: (torch.nn.CosineEmbeddingLoss(0.2), (torch.randn(4, 3), torch.randn(4, 3),
                                                                     torch.tensor([1.0, -1.0, 1.0, -1.0]))),
+    "grouped_query_attention": lambda: (GroupedQueryAttention(), (torch.randn(2, 6, 5, 4), torch.randn(2, 2, 5, 4),
+                                                                  torch.randn(2, 2, 5, 4))),
     "triplet_margin_swap": lambda: (torch.nn.TripletMarginLoss(1.0, p=1.0, swap=True),
                                     (torch.randn(4, 3), torch.randn(4, 3), torch.randn(4, 3))),
 }
