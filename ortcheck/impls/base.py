@@ -128,6 +128,12 @@ class Implementation(abc.ABC):
         forward on, as a user of this pipeline would. Default: refused."""
         raise UnsupportedOptionError(f"{self.name} cannot change the options of a wrapped module")
 
+    def refusal_errors(self) -> tuple[type[BaseException], ...]:
+        """The error types the pipeline raises when it refuses, on purpose, something it cannot
+        honour (a hook, a custom autograd.Function): suites accept a refusal only as one of these,
+        and only where the contract allows one. Default: none, the pipeline refuses nothing."""
+        return ()
+
     def same_schema(self, a: Any, b: Any) -> bool:
         """Whether two schemas would let one exported graph serve both inputs."""
         return a == b

@@ -66,6 +66,16 @@ class OrtModuleImpl(Implementation):
         _ortmodule_observe.install(wrapped, env)
         return wrapped
 
+    def refusal_errors(self) -> tuple[type[BaseException], ...]:
+        """ORTModule's own fallback exceptions (``ORTModuleFallbackException`` and its I/O, device,
+        model and ONNX-export kinds): what it raises on purpose for what it doesn't support (with
+        fallback disabled). Errors from inside onnxruntime's session are no refusal."""
+        if self.unavailable_reason() is not None:
+            return ()
+        from onnxruntime.training.ortmodule import ORTModuleFallbackException
+
+        return (ORTModuleFallbackException,)
+
     def reconfigure(self, wrapped: torch.nn.Module, options: Options) -> None:
         """ORTModule has no API for it: its users export new ORTMODULE_* variables and go on
         training. The variables set around every later forward change accordingly."""

@@ -51,6 +51,11 @@ class ReferenceImpl(ReferenceIO, Implementation):
         self.check_options(options)
         return ReferenceModule(module, self._reference_options(options))
 
+    def refusal_errors(self) -> tuple[type[BaseException], ...]:
+        from reference.module.wrapper import REFUSALS
+
+        return REFUSALS
+
     def reconfigure(self, wrapped, options: Options) -> None:
         self.check_options(options)
         wrapped.set_options(self._reference_options(options))

@@ -2,7 +2,8 @@
 
 A subject is a ``Subject`` over four blocks (Linear, a gain with a ``scale`` attribute, an
 activation with a ``slope`` attribute and a shift, Linear), optionally with a block that writes
-buffers in forward, or a block calling a custom ``torch.autograd.Function``. Actions are functions
+buffers in forward, or a block calling a custom ``torch.autograd.Function``; or it sits in a tree of
+``Parent`` modules, where the wrapped module is one child among others. Actions are functions
 ``(run, held, called)`` applied to each run alike: ``held`` is the module the user handed to
 ``wrap`` (for eager runs the module itself), ``called`` what they call. Values an action brings
 (new weights, a state_dict) are drawn from seeded generators and cast to each run's dtype.
@@ -282,3 +283,45 @@ def function_names(feature: str) -> tuple[str, ...]:
 
 def change_function_argument(held: Subject) -> None:
     held.blocks[1].alpha = 1.75
+
+
+# ---- a wrapped module inside a parent
+
+PARENT_PLACES = ("first", "middle", "last")  # where the inner module is registered among its siblings
+
+
+class Parent(nn.Module):
+    """``after(inner(tanh(before(x))))``, with ``inner`` registered before, between or after the
+    two Linear layers: the place decides where its keys fall in the parent's ``state_dict``."""
+
+    def __init__(self, inner: nn.Module, place: str):
+        super().__init__()
+        layers = {"before": nn.Linear(IN, IN), "inner": inner, "after": nn.Linear(OUT, OUT)}
+        order = {"first": ("inner", "before", "after"), "middle": ("before", "inner", "after"),
+                 "last": ("before", "after", "inner")}[place]
+        for name in order:
+            setattr(self, name, layers[name])
+
+    def forward(self, x):
+        return self.after(self.inner(torch.tanh(self.before(x))))
+
+
+def in_parent(seed: int, places: list[str]) -> nn.Module:
+    """``plain`` at the bottom of ``len(places)`` nested ``Parent``s, ``places`` outermost first."""
+    def build():
+        module: nn.Module = Subject(_blocks())
+        for place in reversed(places):
+            module = Parent(module, place)
+        return module
+
+    return _seeded(build, seed)
+
+
+def place_wrapped(parent: nn.Module, depth: int, wrap: Callable[[nn.Module], nn.Module]) -> nn.Module:
+    """``owner.inner = wrap(owner.inner)`` at the innermost ``Parent`` of ``in_parent``'s tree, as a
+    user wraps one part of a model; returns ``parent``."""
+    owner = parent
+    for _ in range(depth - 1):
+        owner = owner.inner
+    owner.inner = wrap(owner.inner)
+    return parent

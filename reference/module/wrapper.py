@@ -3,8 +3,9 @@
 Per call: flatten the inputs, ask the transition machine what to rebuild, run the forward graph
 of the current mode through the autograd bridge, unflatten the outputs. Attribute access,
 parameters and state_dict pass through to the wrapped module, so user code and optimizers see the
-original names. Setting an attribute on the wrapper sets it on the wrapped module (as ORTModule
-does) and makes every mode re-export on its next forward: the trace may have baked the old value in.
+original names; inside a parent module too, whose ``load_state_dict`` walks past ours (hooks name
+the keys). Setting an attribute on the wrapper sets it on the wrapped module (as ORTModule does)
+and makes every mode re-export on its next forward: the trace may have baked the old value in.
 """
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ class UnsupportedHookError(RuntimeError):
     wrapper itself work as in eager."""
 
 
-_FAILURES = (ExportError, UnsupportedOpError, UnsupportedHookError)
+# What the pipeline refuses on purpose, by name: a graph it cannot export or differentiate, a hook
+# it cannot honour. ``fallback="auto"`` runs eager on these; every other error propagates.
+REFUSALS = (ExportError, UnsupportedOpError, UnsupportedHookError)
 _HOOK_KINDS = {"_forward_pre_hooks": "forward pre-hook", "_forward_hooks": "forward hook",
                "_backward_pre_hooks": "backward pre-hook", "_backward_hooks": "backward hook"}
 _PLAIN = (bool, int, float, str, type(None))
@@ -42,6 +45,23 @@ def refuse_hooks_inside(module: torch.nn.Module) -> None:
                 raise UnsupportedHookError(
                     f"{kind} on {type(submodule).__name__} {name or '<wrapped module>'!r}: the wrapped module runs "
                     "as one graph, its modules never run; register it on the ReferenceModule instead")
+
+
+def _keys_into_wrapped(wrapper, state_dict, prefix, *_) -> None:
+    """Inside a parent, ``load_state_dict`` walks the tree itself, past the wrapper's own: the
+    wrapped module's keys, named as ``state_dict`` names them (without ``module.``), move under
+    ``module.`` before the walk reaches it."""
+    for key in [key for key in state_dict if key.startswith(prefix)]:
+        state_dict[f"{prefix}module.{key[len(prefix):]}"] = state_dict.pop(key)
+    wrapper.__dict__["_loading_prefix"] = prefix
+
+
+def _keys_out_of_wrapped(wrapper, incompatible) -> None:
+    """...and the keys that walk reports missing or unexpected are named as ``state_dict`` names them."""
+    prefix = wrapper.__dict__.pop("_loading_prefix", "")
+    for keys in incompatible:  # missing_keys, unexpected_keys: edited in place
+        keys[:] = [prefix + key[len(prefix) + len("module."):] if key.startswith(f"{prefix}module.") else key
+                   for key in keys]
 
 
 def structure(module: torch.nn.Module) -> tuple:
@@ -70,6 +90,8 @@ class ReferenceModule(torch.nn.Module):
         self._fallen_back = False
         self._module_version = 0
         self.train(module.training)  # a new Module starts in training mode; the wrapped one may not be
+        self.register_load_state_dict_pre_hook(_keys_into_wrapped)
+        self.register_load_state_dict_post_hook(_keys_out_of_wrapped)
         self._passes_attributes = True
 
     # -- pass-through -------------------------------------------------------------------------
@@ -87,6 +109,7 @@ class ReferenceModule(torch.nn.Module):
             return getattr(super().__getattr__("module"), name)
 
     def state_dict(self, *args, **kwargs):
+        """The wrapped module's keys, here and inside a parent (whose state_dict calls this one)."""
         return self.module.state_dict(*args, **kwargs)
 
     def load_state_dict(self, *args, **kwargs):
@@ -132,7 +155,7 @@ class ReferenceModule(torch.nn.Module):
         try:
             refuse_hooks_inside(self.module)
             self._prepare(tensors, schema)
-        except _FAILURES as error:
+        except REFUSALS as error:
             if self._options.fallback != "auto":
                 raise
             return self._fall_back(error, args, kwargs)

@@ -178,3 +178,16 @@ def test_same_schema_ignores_sizes_not_dtype_or_rank():
     assert IMPL.same_schema(schema([torch.randn(2, 3)]), schema([torch.randn(5, 1)]))
     assert not IMPL.same_schema(schema([torch.randn(2)]), schema([torch.randn(2, dtype=torch.float64)]))
     assert not IMPL.same_schema(schema([torch.randn(2)]), schema([torch.randn(2, 1)]))
+
+
+def test_refusals_are_ortmodules_fallback_exceptions_only():
+    """Its deliberate refusals; a RuntimeError from inside onnxruntime's session is none."""
+    assert impls.get("eager").refusal_errors() == ()
+    if REASON is not None:
+        assert IMPL.refusal_errors() == ()
+        return
+    from onnxruntime.training.ortmodule import ORTModuleFallbackException
+    from onnxruntime.training.ortmodule._fallback_exceptions import ORTModuleIOError
+
+    assert IMPL.refusal_errors() == (ORTModuleFallbackException,)
+    assert issubclass(ORTModuleIOError, IMPL.refusal_errors()) and not issubclass(RuntimeError, IMPL.refusal_errors())

@@ -33,3 +33,16 @@ def test_harness_options_are_validated_on_construction():
         Options(device="tpu")
     with pytest.raises(ValueError, match="memory_opt_level must be 0, 1 or 2"):
         Options(memory_opt_level=3)
+
+
+def test_refusals_are_the_pipelines_own_errors():
+    """What the module-semantics suite accepts as a refusal: hooks, export and gradient-rule refusals."""
+    from reference.autodiff import UnsupportedOpError
+    from reference.export import ExportError
+    from reference.module.wrapper import UnsupportedHookError
+
+    assert set(IMPL.refusal_errors()) == {ExportError, UnsupportedOpError, UnsupportedHookError}
+    wrapped = IMPL.wrap(torch.nn.Sequential(torch.nn.Linear(2, 2)))
+    wrapped.module[0].register_forward_hook(lambda *_: None)
+    with pytest.raises(IMPL.refusal_errors(), match="forward hook on Linear"):
+        wrapped(torch.randn(3, 2))

@@ -37,6 +37,22 @@ def test_state_dict_parameters_and_attributes_pass_through():
     assert torch.count_nonzero(module.linear.weight) == 0
 
 
+def test_state_dict_inside_a_parent_uses_the_wrapped_modules_keys():
+    """A parent's load_state_dict walks the tree past the wrapper's own: hooks keep eager's keys."""
+    def parent(seed):
+        torch.manual_seed(seed)
+        return torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Sequential(mlp()))
+
+    eager, wrapped = parent(0), parent(1)
+    wrapped[1][0] = ReferenceModule(wrapped[1][0])
+    assert list(wrapped.state_dict()) == list(eager.state_dict())
+    assert not wrapped.load_state_dict(eager.state_dict()).missing_keys
+    assert all(torch.equal(a, b) for a, b in zip(wrapped.state_dict().values(), eager.state_dict().values()))
+    partial = {key: value for key, value in eager.state_dict().items() if key != "1.0.2.bias"}
+    assert wrapped.load_state_dict({**partial, "1.0.extra": torch.zeros(1)}, strict=False) == (["1.0.2.bias"],
+                                                                                              ["1.0.extra"])
+
+
 def test_eval_mode_reexports_without_dropout_and_matches_eager():
     module = mlp()
     wrapped = ReferenceModule(copy.deepcopy(module))
