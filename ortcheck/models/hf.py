@@ -3,8 +3,10 @@
 Each architecture is its config and model class with the smallest sizes that keep its structure
 (2 layers, 2 heads, hidden 16, vocab 64): grouped-query attention where the architecture has it,
 rotary or learned positions, tied or untied heads, encoder-decoder for T5. Dropout is off, so a
-step is deterministic, and attention is the plain ("eager") implementation, which every stack
-exports. ``transformers`` is the optional extra ``ortcheck[models]``.
+step is deterministic. Attention is the plain ("eager") implementation, which every stack
+exports, except for the ``*_sdpa`` architectures, which keep the family's default (sdpa: with
+grouped-query attention transformers 5 calls ``scaled_dot_product_attention(enable_gqa=True)``).
+``transformers`` is the optional extra ``ortcheck[models]``.
 """
 from __future__ import annotations
 
@@ -32,13 +34,15 @@ class Architecture:
     config: str          # transformers class names, looked up when built
     model: str
     sizes: tuple         # config keyword arguments, as (key, value) pairs
+    attention: str | None = "eager"  # None: the family's default implementation
 
     def build(self, seed: int, use_cache: bool = False) -> torch.nn.Module:
         """``use_cache=False`` as in training: no key/value cache objects among the outputs."""
         import transformers
 
         config = getattr(transformers, self.config)(**dict(self.sizes))
-        config._attn_implementation = "eager"
+        if self.attention:
+            config._attn_implementation = self.attention
         config.use_cache = use_cache
         for key in _DROPOUTS:
             if hasattr(config, key):
@@ -60,6 +64,12 @@ ARCHITECTURES = {a.name: a for a in (
                  _decoder(intermediate_size=32, num_key_value_heads=1)),
     Architecture("mistral", "MistralConfig", "MistralForCausalLM",
                  _decoder(intermediate_size=32, num_key_value_heads=1, sliding_window=None)),
+    Architecture("llama_sdpa", "LlamaConfig", "LlamaForCausalLM",
+                 _decoder(intermediate_size=32, num_key_value_heads=1), attention=None),
+    Architecture("mistral_sdpa", "MistralConfig", "MistralForCausalLM",
+                 _decoder(intermediate_size=32, num_key_value_heads=1, sliding_window=None), attention=None),
+    Architecture("qwen2_sdpa", "Qwen2Config", "Qwen2ForCausalLM",
+                 _decoder(intermediate_size=32, num_attention_heads=4, num_key_value_heads=2), attention=None),
     Architecture("bert", "BertConfig", "BertForMaskedLM", _decoder(intermediate_size=32)),
     Architecture("t5", "T5Config", "T5ForConditionalGeneration",
                  (("vocab_size", VOCAB), ("d_model", 16), ("d_kv", 8), ("d_ff", 32), ("num_layers", 2),
