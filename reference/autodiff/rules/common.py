@@ -73,3 +73,16 @@ def normalized_input_grad(ctx: GradientContext, g: str, x_hat: str, inv_std: str
     mean_g = ctx.op("ReduceMean", g, axes, keepdims=1)
     mean_g_x_hat = ctx.op("ReduceMean", ctx.mul(g, x_hat), axes, keepdims=1)
     return ctx.mul(inv_std, ctx.sub(ctx.sub(g, mean_g), ctx.mul(x_hat, mean_g_x_hat)))
+
+
+def pad_on_axes(ctx: GradientContext, value: str, rank: int, axes: str, begins: str, ends: str) -> str:
+    """``Pad(value)`` by ``begins``/``ends`` (1-D int64, may be negative to crop) on ``axes`` only,
+    written as pads over every axis: onnxruntime's transpose optimizer (1.31) permutes a Pad's pads
+    as if they covered every axis and ignores its ``axes`` input, so a Transpose pushed through such
+    a Pad reads out of bounds (seen on Phi's partial rotary slices: Gather 'indices element out of
+    data bounds')."""
+    wrapped = ctx.op("Where", ctx.op("Less", axes, ctx.ints([0])), ctx.add(axes, ctx.ints([rank])), axes)
+    positions = ctx.op("Concat", wrapped, ctx.add(wrapped, ctx.ints([rank])), axis=0)
+    pads = ctx.op("ScatterElements", ctx.ints([0] * (2 * rank)), positions, ctx.op("Concat", begins, ends, axis=0),
+                  axis=0)
+    return ctx.op("Pad", value, pads)

@@ -1,6 +1,7 @@
 import numpy as np
 
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.rules.common import pad_on_axes
 
 
 @gradient_rule("Slice")
@@ -25,8 +26,7 @@ def _pad_back(ctx, node) -> str:
     sizes = ctx.op("Gather", ctx.shape(node.input(0)), axes)
     start = _clamp(ctx, _wrap(ctx, ctx.as_int64(node.input(1)), sizes), ctx.constant(np.array(0, np.int64)), sizes)
     end = _clamp(ctx, _wrap(ctx, ctx.as_int64(node.input(2)), sizes), start, sizes)
-    pads = ctx.op("Concat", start, ctx.sub(sizes, end), axis=0)
-    return ctx.op("Pad", node.grad(), pads, "", axes)
+    return pad_on_axes(ctx, node.grad(), ctx.rank(node.input(0)), axes, start, ctx.sub(sizes, end))
 
 
 def _wrap(ctx, index: str, sizes: str) -> str:
