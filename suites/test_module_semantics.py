@@ -23,10 +23,12 @@ oracle; integer buffers must be equal.
 An implementation may refuse a behaviour (:func:`refusal`): with one of the error types it declares
 (``Implementation.refusal_errors()``), naming the behaviour, and only where the behaviour first
 shows (the action bringing it, or the first forward that reaches it). A behaviour that trained once
-and fails later, an error of any other type, and silent divergence fail. Each property runs under both re-check policies (the ``options`` fixture below):
-``checked`` (the harness default, every forward re-checked) and, for an implementation with a skip-check fast path,
-``skip_checks`` (ORTModule's default, which stops re-checking after the first forward): a user who
-changes their module on the fast path is owed the same numbers or the same refusal.
+and fails later, an error of any other type, and silent divergence fail. Drawn properties first run
+the known failing examples of the implementation's manifest. Each property runs under both re-check
+policies (the ``options`` fixture below): ``checked`` (the harness default, every forward
+re-checked) and, for an implementation with a skip-check fast path, ``skip_checks`` (ORTModule's
+default, which stops re-checking after the first forward): a user who changes their module on the
+fast path is owed the same numbers or the same refusal.
 """
 from __future__ import annotations
 
