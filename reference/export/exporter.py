@@ -2,7 +2,9 @@
 
 Parameters and buffers become graph inputs, not initializers, so one graph serves every optimizer
 step and gradients can be asked for by input name. Every dimension of every user input and output
-is a dynamic axis: sizes never force a re-export, only the schema does.
+is a dynamic axis: sizes never force a re-export, only the schema does. Buffers forward writes
+(running statistics, counters, EMAs) are extra outputs after the user's (``written_buffers``), the
+new values the caller writes back; a write the trace cannot see is refused by name.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from torch.onnx import _constants
 from reference import nested_io
 from reference.export.flat_module import FlatModule
 from reference.export.branches import reshape_shape_only_ifs
+from reference.export.detach import define_stop_gradient
 from reference.export.padding import record_embedding_padding
 from reference.export.simplify import (drop_zero_dropouts, explicit_same_pads, fold_integer_constants,
                                        output_padding_as_pads)
@@ -36,8 +39,9 @@ class ExportedGraph:
     input_names: tuple[str, ...]  # one per flattened user tensor, in flatten order
     state_names: tuple[str, ...]  # graph inputs fed from the module's parameters and buffers
     state_keys: tuple[str, ...]   # their names in module.named_parameters()/named_buffers()
-    output_names: tuple[str, ...]
+    output_names: tuple[str, ...]  # the user's outputs, then the written buffers' new values
     output_schema: nested_io.Schema
+    written_buffers: tuple[str, ...] = ()  # keys of the buffers forward writes, as the last outputs
 
 
 def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], schema: nested_io.Schema,
@@ -51,7 +55,7 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     buffer = io.BytesIO()
     try:
         with torch.no_grad(), warnings.catch_warnings(), _default_dtype(_float_dtypes(module, tensors)), \
-                _buffers_kept(module), symbolics_registered(opset):
+                _buffers_kept(module, flat), symbolics_registered(opset):
             warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
             # autograd_inlining=False: a custom autograd.Function stays one op, exported by its own
             # ``symbolic`` or refused by name; inlined, its forward would be traced with today's
@@ -65,6 +69,7 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     except Exception as error:  # the exporter raises many types; the caller decides about fallback
         raise ExportError(f"torch.onnx.export failed for {type(module).__name__}: {error}") from error
     model = onnx.load_model_from_string(buffer.getvalue())
+    define_stop_gradient(model)
     record_embedding_padding(model, module)
     drop_zero_dropouts(model)
     explicit_same_pads(model)
@@ -73,25 +78,51 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     reshape_shape_only_ifs(model)
     state_names, state_keys = _lift_state(model, flat)
     output_names = tuple(value.name for value in model.graph.output)
-    return ExportedGraph(model, input_names, state_names, state_keys, output_names, flat.output_schema)
+    return ExportedGraph(model, input_names, state_names, state_keys, output_names, flat.output_schema, flat.written)
 
 
 @contextlib.contextmanager
-def _buffers_kept(module: torch.nn.Module) -> Iterator[None]:
-    """Export traces forward once: buffers it writes are put back afterwards, and refused by name.
-    The graph reads buffers as inputs and cannot write them back, so running statistics, counters
-    and EMAs would silently stop updating."""
+def _buffers_kept(module: torch.nn.Module, flat: FlatModule) -> Iterator[None]:
+    """Export traces forward once: every buffer is put back as it was (the same object, the same
+    values) afterwards. Refused by name: buffers forward adds or removes (the graph has a fixed set
+    of inputs and outputs), and values changed by a write the trace did not see (inside an op's
+    kernel, as ``aten::batch_norm``'s running statistics): the buffer would silently stop updating."""
     saved = {name: (b, b._version, b.detach().clone()) for name, b in module.named_buffers()}
     try:
         yield
     finally:
-        written = [name for name, (b, version, _) in saved.items() if b._version != version]
+        current = dict(module.named_buffers())
+        unseen = [name for name, (b, _, values) in saved.items()
+                  if name not in flat.written and current.get(name) is b and not _same(b, values)]
         with torch.no_grad():
-            for name in written:
-                saved[name][0].copy_(saved[name][2])
-    if written:
-        raise ExportError(f"{type(module).__name__}'s forward writes buffer(s) {', '.join(written)} (running "
-                          "statistics, counters, EMAs): the exported graph cannot write them back")
+            for name, (b, version, values) in saved.items():
+                if current.get(name) is not b:
+                    _set_buffer(module, name, b)
+                if b._version != version or name in unseen:
+                    b.copy_(values)
+        changed = sorted(set(current) ^ set(saved))
+        for name in set(current) - set(saved):
+            _set_buffer(module, name, None)
+    if changed:
+        raise ExportError(f"{type(module).__name__}'s forward adds or removes buffer(s) {', '.join(changed)}: the "
+                          "exported graph has a fixed set of inputs and outputs")
+    if unseen:
+        raise ExportError(f"{type(module).__name__}'s forward writes buffer(s) {', '.join(unseen)} in a way the "
+                          "trace cannot see (inside an op's kernel, through .data): the exported graph cannot write "
+                          "them back")
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return bool(((a == b) | (a != a) & (b != b)).all())  # NaN where NaN was
+
+
+def _set_buffer(module: torch.nn.Module, name: str, value: torch.Tensor | None) -> None:
+    owner, _, leaf = name.rpartition(".")
+    owner = module.get_submodule(owner)
+    if value is None:
+        owner._buffers.pop(leaf, None)
+    else:
+        owner._buffers[leaf] = value
 
 
 @contextlib.contextmanager

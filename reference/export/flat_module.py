@@ -3,12 +3,18 @@
 Tracing sees only positional tensors, so the non-tensor parts of the inputs come from the input
 schema (they are baked into the graph, which is why a changed constant forces a re-export) and the
 non-tensor parts of the outputs are recorded in the output schema while tracing.
+
+Buffers forward writes (in place, or by assigning a new tensor) are returned after the outputs, so
+their updated values become graph outputs the wrapper writes back after each call; ``written``
+names them in that order. BatchNorm and InstanceNorm run through :mod:`reference.export.norms`,
+which makes their running-statistic writes visible to the trace.
 """
 from __future__ import annotations
 
 import torch
 
 from reference import nested_io
+from reference.export.norms import traceable_norms
 
 
 class FlatModule(torch.nn.Module):
@@ -17,8 +23,14 @@ class FlatModule(torch.nn.Module):
         self.module = module
         self.input_schema = input_schema
         self.output_schema: nested_io.Schema | None = None
+        self.written: tuple[str, ...] = ()
 
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         args, kwargs = nested_io.unflatten(tensors, self.input_schema)
-        outputs, self.output_schema = nested_io.flatten(self.module(*args, **kwargs))
-        return tuple(outputs)
+        before = {name: (id(b), b._version) for name, b in self.module.named_buffers()}
+        with traceable_norms(self.module):
+            outputs, self.output_schema = nested_io.flatten(self.module(*args, **kwargs))
+        after = dict(self.module.named_buffers())
+        self.written = tuple(name for name, (identity, version) in before.items()
+                             if name in after and (id(after[name]), after[name]._version) != (identity, version))
+        return (*outputs, *(after[name] for name in self.written))

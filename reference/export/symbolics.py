@@ -9,6 +9,11 @@
   8e-10, 83 times the oracle's bound); we evaluate the formula in float64 and round once.
 - ``aten::cumsum`` of a bool or small-integer tensor is exported as a CumSum of that type, which
   ONNX does not define (onnxruntime refuses the graph); torch sums those in int64, so we cast first.
+- ``aten::detach``, which the exporter erases: kept as ``reference.StopGradient``
+  (:mod:`reference.export.detach`), or gradients would flow through it.
+- ``aten::copy`` (``tensor.copy_(src)``, what a buffer write in forward usually is; the exporter
+  turns it out-of-place and has no symbolic for it): ``src`` cast to the tensor's dtype and
+  broadcast to its shape.
 
 torch.nn layers the exporter refuses outright have theirs in :mod:`reference.export.layer_symbolics`.
 
@@ -23,6 +28,7 @@ from typing import Iterator
 import torch
 from torch.onnx import symbolic_helper, symbolic_opset11
 
+from reference.export.detach import detach
 from reference.export.layer_symbolics import LAYER_SYMBOLICS
 
 try:
@@ -93,9 +99,17 @@ def cumsum(g, x, dim, dtype=None):
     return symbolic_opset11.cumsum(g, x, dim, dtype)
 
 
+def copy(g, x, src, non_blocking=None):
+    """``x.copy_(src)`` out of place: ``src`` in ``x``'s dtype, broadcast to ``x``'s shape."""
+    x_type = _type_utils.JitScalarType.from_value(x, _type_utils.JitScalarType.UNDEFINED)
+    if x_type != _type_utils.JitScalarType.from_value(src, _type_utils.JitScalarType.UNDEFINED):
+        src = g.op("Cast", src, to_i=x_type.onnx_type())
+    return g.op("Expand", src, g.op("Shape", x))
+
+
 SYMBOLICS = {"aten::diff": (diff, 11), "aten::softplus": (softplus, 9), "aten::gelu": (gelu, 20),
-             "aten::cumsum": (cumsum, 11),  # each with the lowest opset its ops exist in
-             **LAYER_SYMBOLICS}
+             "aten::cumsum": (cumsum, 11), "aten::copy": (copy, 9), "aten::detach": (detach, 9),
+             **LAYER_SYMBOLICS}  # each with the lowest opset its ops exist in
 
 
 @contextlib.contextmanager

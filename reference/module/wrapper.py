@@ -161,12 +161,27 @@ class ReferenceModule(torch.nn.Module):
             return self._fall_back(error, args, kwargs)
         compiled = self._compiled[self.training]
         outputs = grads.run(compiled.runner, [*tensors, *self._state_tensors(compiled)])
-        return nested_io.unflatten(list(outputs), compiled.exported.output_schema)
+        outputs = self._write_buffers(compiled, list(outputs))
+        return nested_io.unflatten(outputs, compiled.exported.output_schema)
 
     def _state_tensors(self, compiled: compile_stage.Compiled) -> list[torch.Tensor]:
-        """Parameters and buffers in the exported graph's input order, looked up afresh each call."""
+        """Parameters and buffers in the exported graph's input order, looked up afresh each call.
+        A buffer forward writes goes in as a copy: backward may read the value forward read."""
         lookup = {**dict(self.module.named_parameters()), **dict(self.module.named_buffers())}
-        return [lookup[key] for key in compiled.exported.state_keys]
+        written = set(compiled.exported.written_buffers)
+        return [lookup[key].clone() if key in written else lookup[key] for key in compiled.exported.state_keys]
+
+    def _write_buffers(self, compiled: compile_stage.Compiled, outputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The buffers forward writes (the graph's last outputs) take their new values, in place, as
+        eager's forward leaves them; the user's outputs are returned."""
+        written = compiled.exported.written_buffers
+        if not written:
+            return outputs
+        buffers = dict(self.module.named_buffers())
+        with torch.no_grad():
+            for key, value in zip(written, outputs[-len(written):]):
+                buffers[key].copy_(value)
+        return outputs[: -len(written)]
 
     def _prepare(self, tensors, schema):
         current = structure(self.module)

@@ -1,4 +1,5 @@
 """ReferenceModule as a drop-in for the wrapped module: pass-through, modes, fallback policy."""
+import contextlib
 import copy
 import warnings
 
@@ -126,14 +127,61 @@ def test_a_change_past_the_wrapper_re_exports_and_takes_effect():
     assert wrapped.counters().exports == 3   # an unchanged tree reuses the graph
 
 
-def test_buffers_written_in_forward_are_refused_by_name_and_left_as_they_were():
-    from reference.export import ExportError
-
+def test_buffers_written_in_forward_are_written_back_after_every_call():
     module = Scaled()
     module.counting = True
-    with pytest.raises(ExportError, match="writes buffer.*calls"):
-        ReferenceModule(module)(torch.randn(4, 3))
-    assert module.calls.item() == 0
+    wrapped = ReferenceModule(module)
+    for call in range(1, 4):
+        with torch.no_grad() if call == 2 else contextlib.nullcontext():
+            wrapped(torch.randn(4, 3))
+        assert module.calls.item() == call
+    assert wrapped.counters().exports == 1  # the buffer keeps its object: the graph is reused
+
+
+class Smoothed(torch.nn.Module):
+    """Adds an EMA of its input's (detached) batch mean: the input gradient is the identity's."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("ema", torch.zeros(3))
+
+    def forward(self, x):
+        self.ema.mul_(0.5).add_(0.5 * x.detach().mean(0))
+        return x + self.ema
+
+
+def test_a_buffer_written_from_a_detached_value_gives_eagers_values_and_gradients():
+    eager, wrapped = Smoothed(), ReferenceModule(Smoothed())
+    for _ in range(2):
+        x = torch.randn(4, 3)
+        inputs = [x.clone().requires_grad_(), x.clone().requires_grad_()]
+        outputs = [eager(inputs[0]), wrapped(inputs[1])]
+        for out in outputs:
+            (out * torch.arange(12.0).reshape(4, 3)).sum().backward()
+        torch.testing.assert_close(outputs[1], outputs[0])
+        torch.testing.assert_close(inputs[1].grad, inputs[0].grad)
+        torch.testing.assert_close(wrapped.module.ema, eager.ema)
+
+
+class DirectBatchNorm(torch.nn.Module):
+    """``torch.batch_norm`` writes the running statistics inside its kernel, unseen by the trace."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(2))
+        self.register_buffer("var", torch.ones(2))
+
+    def forward(self, x):
+        return torch.batch_norm(x, torch.ones(2), torch.zeros(2), self.mean, self.var, True, 0.1, 1e-5, False)
+
+
+def test_buffer_writes_the_trace_cannot_see_are_refused_by_name_and_left_as_they_were():
+    from reference.export import ExportError
+
+    module = DirectBatchNorm()
+    with pytest.raises(ExportError, match="writes buffer.*mean, var.*trace cannot see"):
+        ReferenceModule(module)(torch.randn(4, 2))
+    assert module.mean.eq(0).all() and module.var.eq(1).all()
 
 
 @pytest.mark.parametrize("kind", ["forward_pre", "forward", "full_backward"])
