@@ -118,34 +118,90 @@ def output_padding_as_pads(model: onnx.ModelProto) -> None:
 
 
 _FOLDED_OPS = {"Add", "Sub", "Mul", "Div", "Mod", "Neg", "Abs", "Reshape", "Concat", "Unsqueeze", "Squeeze", "Slice",
-               "Gather", "Cast", "Range", "Identity", "Max", "Min", "Equal", "Where", "Not", "Less", "Greater"}
+               "Gather", "Cast", "Range", "Identity", "Max", "Min", "Equal", "Where", "Not", "Less", "Greater", "Shape",
+               "Size", "ConstantOfShape", "Transpose", "Expand", "Tile", "Flatten", "ReduceProd", "ReduceSum"}
 _MAX_FOLDED_ELEMENTS = 64
 
 
 def fold_integer_constants(model: onnx.ModelProto) -> None:
     """Replace each node of :data:`_FOLDED_OPS` whose inputs are all small integer constants by a
-    Constant holding its result (evaluated by onnx's reference evaluator): no float value changes."""
+    Constant holding its result (evaluated by onnx's reference evaluator), reading a size that
+    shape inference knows (``Gather(Shape(x), i)``) as a constant too; then an ``If`` whose
+    condition became constant is replaced by the branch it takes. No float value changes."""
+    for _ in range(_MAX_FOLDING_PASSES):  # a folded pad or shape lets inference size what follows it
+        if not _fold_once(model):
+            break
+
+
+_MAX_FOLDING_PASSES = 4
+
+
+def _fold_once(model: onnx.ModelProto) -> bool:
     from onnx.reference import ReferenceEvaluator
 
-    graph = model.graph
+    graph, folded = model.graph, False
     graph_inputs = {value.name for value in graph.input}
     known = {t.name: numpy_helper.to_array(t) for t in graph.initializer if t.name not in graph_inputs}
+    static_dims = _static_dims(model)
+    shape_of = {node.output[0]: node.input[0] for node in graph.node if node.op_type == "Shape" and len(node.attribute) == 0}
     opsets = list(model.opset_import)
     for index, node in enumerate(graph.node):
         if node.op_type == "Constant" and not node.domain and node.attribute[0].name == "value":
             known[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
             continue
-        inputs = [known.get(name) for name in node.input if name]
-        if (node.op_type not in _FOLDED_OPS or node.domain or len(node.output) != 1 or not inputs
-                or any(v is None or v.dtype.kind not in "iub" or v.size > _MAX_FOLDED_ELEMENTS for v in inputs)):
-            continue
-        single = helper.make_model(helper.make_graph(
-            [node], "fold", [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(known[name].dtype), None)
-                             for name in dict.fromkeys(n for n in node.input if n)],
-            [helper.make_tensor_value_info(node.output[0], onnx.TensorProto.UNDEFINED, None)]), opset_imports=opsets)
-        value = np.asarray(ReferenceEvaluator(single).run(None, {n: known[n] for n in node.input if n})[0])
+        value = _static_size(node, known, static_dims, shape_of)
+        if value is None:
+            inputs = [known.get(name) for name in node.input if name]
+            if (node.op_type not in _FOLDED_OPS or node.domain or len(node.output) != 1 or not inputs
+                    or any(v is None or v.dtype.kind not in "iub" or v.size > _MAX_FOLDED_ELEMENTS for v in inputs)):
+                continue
+            single = helper.make_model(helper.make_graph(
+                [node], "fold", [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(known[name].dtype), None)
+                                 for name in dict.fromkeys(n for n in node.input if n)],
+                [helper.make_tensor_value_info(node.output[0], onnx.TensorProto.UNDEFINED, None)]), opset_imports=opsets)
+            value = np.asarray(ReferenceEvaluator(single).run(None, {n: known[n] for n in node.input if n})[0])
         if value.dtype.kind not in "iub" or value.size > _MAX_FOLDED_ELEMENTS:
             continue
         known[node.output[0]] = value
         graph.node[index].CopyFrom(helper.make_node("Constant", [], [node.output[0]], name=node.name,
                                                     value=numpy_helper.from_array(value)))
+        folded = True
+    return _take_constant_branches(graph, known) or folded
+
+
+def _static_dims(model: onnx.ModelProto) -> dict[str, list]:
+    inferred = onnx.shape_inference.infer_shapes(model)
+    return {value.name: [d.dim_value if d.HasField("dim_value") else None for d in value.type.tensor_type.shape.dim]
+            for value in [*inferred.graph.value_info, *inferred.graph.input] if value.type.tensor_type.HasField("shape")}
+
+
+def _static_size(node, known, static_dims, shape_of) -> np.ndarray | None:
+    """``Gather(Shape(x), i)`` where shape inference knows x's size along i (a constant i)."""
+    if node.op_type != "Gather" or node.domain or node.input[0] not in shape_of or node.input[1] not in known:
+        return None
+    dims, index = static_dims.get(shape_of[node.input[0]]), known[node.input[1]]
+    if dims is None or index.dtype.kind not in "iu":
+        return None
+    picked = [dims[int(i)] for i in index.reshape(-1)]
+    return None if None in picked else np.array(picked, dtype=np.int64).reshape(index.shape)
+
+
+def _take_constant_branches(graph: onnx.GraphProto, known: dict[str, np.ndarray]) -> bool:
+    rewritten, taken = [], False
+    for node in graph.node:
+        condition = known.get(node.input[0]) if node.op_type == "If" and not node.domain else None
+        if condition is None or condition.size != 1:
+            rewritten.append(node)
+            continue
+        taken = True
+        branch = next(a.g for a in node.attribute if a.name == ("then_branch" if condition.item() else "else_branch"))
+        renamed = {output.name: name for output, name in zip(branch.output, node.output)}
+        produced = {name for inner in branch.node for name in inner.output}
+        for inner in branch.node:
+            inner.output[:] = [renamed.get(name, name) for name in inner.output]
+            rewritten.append(inner)
+        rewritten += [helper.make_node("Identity", [output.name], [renamed[output.name]], name=f"{node.name}_taken")
+                      for output in branch.output if output.name not in produced]  # an outer value passed on
+    del graph.node[:]
+    graph.node.extend(rewritten)
+    return taken

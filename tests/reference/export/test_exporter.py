@@ -92,3 +92,14 @@ def test_integer_shape_arithmetic_is_folded_so_shape_inference_keeps_every_rank(
     unranked = [name for node in inferred.graph.node for name in node.output
                 if name in typed and not typed[name].HasField("shape")]
     assert not unranked and not [n for n in exported.model.graph.node if n.op_type == "Mod"]
+
+
+def test_sizes_shape_inference_knows_fold_and_decide_a_shape_only_if():
+    """LocalResponseNorm squeezes an axis it unsqueezed: the exporter's If(size == 1) is decided at
+    export (the size is static), so every value keeps a rank for the gradient builder."""
+    import onnx
+
+    exported = _runs_like_eager(torch.nn.LocalResponseNorm(2), torch.randn(3, 2, 4))
+    assert not [node for node in exported.model.graph.node if node.op_type == "If"]
+    inferred = onnx.shape_inference.infer_shapes(exported.model, data_prop=True)
+    assert all(value.type.tensor_type.HasField("shape") for value in inferred.graph.value_info)
