@@ -8,8 +8,9 @@ Each follows eager's formula and rounding order: ``nn.Bilinear`` (``x1 W x2 + b`
 (``(1 - ε)·nll + ε/C · smooth``, the smooth term normalised as ATen's
 ``cross_entropy_loss_label_smoothing`` does, constants rounded once from double as eager's are),
 the margin-ranking, cosine-embedding and triplet-margin losses (ATen's formulas), channel
-dropout (``nn.Dropout1d/2d``, which torch exports in training mode not at all), and
-grouped-query ``scaled_dot_product_attention(enable_gqa=True)`` (key/value heads repeated).
+dropout (``nn.Dropout1d/2d``, which torch exports in training mode not at all),
+grouped-query ``scaled_dot_product_attention(enable_gqa=True)`` (key/value heads repeated), and
+adaptive average pooling to any size (torch's needs the input's sizes at export).
 """
 from __future__ import annotations
 
@@ -226,6 +227,29 @@ def scaled_dot_product_attention(g, query, key, value, attn_mask=None, dropout_p
                                                          False)
 
 
+def _adaptive_average(g, x, output_size):
+    """Adaptive average pooling, one spatial axis at a time: output i of an axis of length L
+    averages [floor(i·L/o), ceil((i+1)·L/o)) (the mean of a rectangle is the mean over one axis of the
+    means over the other), windows cut with run-time sizes: torch's own symbolic needs static ones."""
+    sizes = symbolic_helper._get_const(output_size, "is", "output_size")
+    rank = symbolic_helper._get_tensor_rank(x)
+    for axis, outputs in zip(range(rank - len(sizes), rank), sizes):
+        if outputs is None:
+            continue
+        if outputs == 1:
+            x = g.op("ReduceMean", x, _ints(g, axis), keepdims_i=1)
+            continue
+        length = g.op("Slice", g.op("Shape", x), _ints(g, axis), _ints(g, axis + 1))
+        windows = []
+        for i in range(outputs):
+            start = g.op("Div", g.op("Mul", length, _ints(g, i)), _ints(g, outputs))
+            end = g.op("Div", g.op("Add", g.op("Mul", length, _ints(g, i + 1)), _ints(g, outputs - 1)), _ints(g, outputs))
+            window = g.op("Slice", x, start, end, _ints(g, axis))
+            windows.append(g.op("ReduceMean", window, _ints(g, axis), keepdims_i=1))
+        x = g.op("Concat", *windows, axis_i=axis)
+    return x
+
+
 # each with the lowest opset its ops exist in (ReduceMean with axes as an input: 18)
 LAYER_SYMBOLICS = {"aten::bilinear": (bilinear, 13), "aten::rms_norm": (rms_norm, 18),
                    "aten::l1_loss": (l1_loss, 13), "aten::smooth_l1_loss": (smooth_l1_loss, 13),
@@ -234,4 +258,5 @@ LAYER_SYMBOLICS = {"aten::bilinear": (bilinear, 13), "aten::rms_norm": (rms_norm
                    "aten::cosine_embedding_loss": (cosine_embedding_loss, 13),
                    "aten::triplet_margin_loss": (triplet_margin_loss, 13),
                    "aten::feature_dropout": (feature_dropout, 13),
-                   "aten::scaled_dot_product_attention": (scaled_dot_product_attention, 14)}
+                   "aten::scaled_dot_product_attention": (scaled_dot_product_attention, 14),
+                   **{f"aten::adaptive_avg_pool{n}d": (_adaptive_average, 18) for n in (1, 2, 3)}}

@@ -124,6 +124,7 @@ LAYERS = {  # what torch 2.13's exporter refuses; the oracle judges these in sui
                                                                     torch.tensor([1.0, -1.0, 1.0, -1.0]))),
     "grouped_query_attention": lambda: (GroupedQueryAttention(), (torch.randn(2, 6, 5, 4), torch.randn(2, 2, 5, 4),
                                                                   torch.randn(2, 2, 5, 4))),
+    "adaptive_average_uneven": lambda: (torch.nn.AdaptiveAvgPool2d((3, 1)), (torch.randn(2, 2, 7, 5),)),
     "triplet_margin_swap": lambda: (torch.nn.TripletMarginLoss(1.0, p=1.0, swap=True),
                                     (torch.randn(4, 3), torch.randn(4, 3), torch.randn(4, 3))),
 }
