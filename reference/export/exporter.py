@@ -22,7 +22,7 @@ from reference import nested_io
 from reference.export.flat_module import FlatModule
 from reference.export.branches import reshape_shape_only_ifs
 from reference.export.detach import define_stop_gradient
-from reference.export.padding import record_embedding_padding
+from reference.export.embeddings import record_embeddings
 from reference.export.simplify import (drop_zero_dropouts, explicit_same_pads, fold_integer_constants,
                                        output_padding_as_pads)
 from reference.export.symbolics import registered as symbolics_registered
@@ -70,7 +70,7 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
         raise ExportError(f"torch.onnx.export failed for {type(module).__name__}: {error}") from error
     model = onnx.load_model_from_string(buffer.getvalue())
     define_stop_gradient(model)
-    record_embedding_padding(model, module)
+    record_embeddings(model, module)
     drop_zero_dropouts(model)
     explicit_same_pads(model)
     output_padding_as_pads(model)

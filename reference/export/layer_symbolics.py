@@ -17,6 +17,8 @@ from __future__ import annotations
 import torch
 from torch.onnx import symbolic_helper
 
+from reference.export.embeddings import embedding
+
 try:
     from torch.onnx._internal.torchscript_exporter import _type_utils, symbolic_opset12, symbolic_opset14
 except ImportError:  # torch < 2.9
@@ -259,4 +261,5 @@ LAYER_SYMBOLICS = {"aten::bilinear": (bilinear, 13), "aten::rms_norm": (rms_norm
                    "aten::triplet_margin_loss": (triplet_margin_loss, 13),
                    "aten::feature_dropout": (feature_dropout, 13),
                    "aten::scaled_dot_product_attention": (scaled_dot_product_attention, 14),
-                   **{f"aten::adaptive_avg_pool{n}d": (_adaptive_average, 18) for n in (1, 2, 3)}}
+                   **{f"aten::adaptive_avg_pool{n}d": (_adaptive_average, 18) for n in (1, 2, 3)},
+                   "aten::embedding": (embedding, 9)}

@@ -1,7 +1,7 @@
 import numpy as np
 
 from reference.autodiff.registry import gradient_rule
-from reference.export.padding import padding_of
+from reference.export.embeddings import embedding_options
 from reference.autodiff.rules.common import inverse_permutation
 
 
@@ -10,14 +10,19 @@ def gather_grad(ctx, node):
     """Scatter-add dy into zeros shaped like the data, so repeated ids (embeddings) accumulate.
 
     ScatterND indexes leading axes, so a gather along another axis scatters into a transposed view.
-    An embedding's padding row (recorded at export, ``reference.export.padding``) gets none.
+    What the export recorded of an embedding (``reference.export.embeddings``): its padding row
+    gets no gradient, and with ``scale_grad_by_freq`` each lookup's dy is divided by how often the
+    batch looks that row up.
     """
     data, indices = node.input(0), node.input(1)
     rank, index_rank = ctx.rank(data), ctx.rank(indices)
     axis = node.attr("axis") % rank
     positions = ctx.op("Unsqueeze", ctx.forward(indices), ctx.ints([-1]))
     grad, shape = node.grad(), ctx.shape(data)
-    padding = padding_of(ctx.forward_model.model, node.name) if axis == 0 else None
+    options = embedding_options(ctx.forward_model.model, node.name) if axis == 0 else None
+    padding = options.padding_idx if options else None
+    if options and options.scale_grad_by_freq:
+        grad = ctx.div(grad, _lookup_counts(ctx, node, index_rank, rank))
     if padding is not None:
         is_padding = ctx.op("Equal", ctx.forward(indices), ctx.op("CastLike", ctx.constant(np.array(padding, dtype=np.int64)), ctx.forward(indices)))
         is_padding = ctx.op("Unsqueeze", is_padding, ctx.ints(list(range(index_rank, index_rank + rank - 1))))
@@ -32,3 +37,15 @@ def gather_grad(ctx, node):
     if axis:
         scattered = ctx.op("Transpose", scattered, perm=inverse_permutation(data_perm))
     return {0: scattered}
+
+
+def _lookup_counts(ctx, node, index_rank: int, rank: int) -> str:
+    """Per lookup, how many lookups of the batch read the same row (shaped to divide dy)."""
+    data, indices = node.input(0), ctx.forward(node.input(1))
+    rows = ctx.op("Gather", ctx.shape(data), ctx.ints([0]))
+    ones = ctx.op("CastLike", ctx.op("ConstantOfShape", ctx.op("Shape", indices)), ctx.scalar(0, like=data))
+    ones = ctx.op("Add", ones, ctx.scalar(1, like=data))
+    counts = ctx.op("ScatterND", ctx.zeros(rows, like=data), ctx.op("Unsqueeze", indices, ctx.ints([-1])), ones,
+                    reduction="add")
+    per_lookup = ctx.op("Gather", counts, indices)
+    return ctx.op("Unsqueeze", per_lookup, ctx.ints(list(range(index_rank, index_rank + rank - 1))))
