@@ -112,6 +112,8 @@ def cross_entropy_loss(g, x, target, weight, reduction, ignore_index, label_smoo
 
 
 def _batched_cross_entropy_loss(g, x, target, weight, reduction, ignore_index, label_smoothing):
+    if target.type().scalarType() in ("Float", "Double", "Half", "BFloat16"):
+        return _cross_entropy_with_probabilities(g, x, target, weight, reduction, label_smoothing)
     smoothing = symbolic_helper._maybe_get_const(label_smoothing, "f")
     if not smoothing:
         return symbolic_opset12.cross_entropy_loss(g, x, target, weight, reduction, ignore_index, label_smoothing)
@@ -142,6 +144,30 @@ def _batched_cross_entropy_loss(g, x, target, weight, reduction, ignore_index, l
                                  classes), x)
     share = g.op("Squeeze", share, _ints(g, 0))
     return g.op("Add", g.op("Mul", nll, _scalar(g, 1 - smoothing, x)), g.op("Mul", smooth, share))
+
+
+def _cross_entropy_with_probabilities(g, x, target, weight, reduction, label_smoothing):
+    """ATen's cross-entropy against class probabilities: ``-Σ log_softmax(x)·target(·weight)`` over
+    the class axis, the mean dividing by the number of samples (elements over classes); label
+    smoothing mixes the target with the uniform distribution first. The target's gradient too."""
+    smoothing = symbolic_helper._maybe_get_const(label_smoothing, "f")
+    reduction = _REDUCTIONS[symbolic_helper._maybe_get_const(reduction, "i")]
+    rank = symbolic_helper._get_tensor_rank(x)
+    classes = g.op("Gather", g.op("Shape", x), _ints(g, 1))
+    if smoothing:
+        share = _cast_like(g, g.op("Div", g.op("Constant", value_t=torch.tensor([smoothing], dtype=torch.float64)),
+                                   g.op("Cast", classes, to_i=11)), x)
+        target = g.op("Add", g.op("Mul", target, _scalar(g, 1 - smoothing, x)), g.op("Squeeze", share, _ints(g, 0)))
+    product = g.op("Mul", g.op("LogSoftmax", x, axis_i=1), target)
+    if not symbolic_helper._is_none(weight):
+        product = g.op("Mul", product, g.op("Reshape", weight, _ints(g, 1, -1, *[1] * (rank - 2))))
+    if reduction == "none":
+        return g.op("Neg", g.op("ReduceSum", product, _ints(g, 1), keepdims_i=0))
+    total = g.op("Neg", g.op("ReduceSum", product, keepdims_i=0))
+    if reduction == "sum":
+        return total
+    samples = g.op("Div", g.op("ReduceProd", g.op("Shape", x), keepdims_i=0), g.op("Squeeze", classes, _ints(g, 0)))
+    return g.op("Div", total, _cast_like(g, samples, x))
 
 
 def _sum_last(g, x):
