@@ -44,3 +44,55 @@ def embedding_options(model: onnx.ModelProto, node_name: str) -> EmbeddingOption
 def embedding(g, weight, indices, padding_idx, scale_grad_by_freq, sparse):
     """The lookup alone (a Gather): what it drops is recorded by :func:`record_embeddings`."""
     return g.op("Gather", weight, indices)
+
+
+def embedding_bag(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                  include_last_offset, padding_idx):
+    """Sum or mean bags of rows without the Loop torch's symbolic emits (no gradient rule is
+    written for Loop): each index's bag is the count of offsets at or before it, minus one; rows
+    (times their per-sample weights, zero at ``padding_idx``) are scatter-added per bag in index
+    order, as eager adds them, and a mean divides by the bag's non-padding count (an empty bag: 0)."""
+    from torch.onnx import symbolic_helper
+
+    try:
+        from torch.onnx._internal.torchscript_exporter import _type_utils
+    except ImportError:  # torch < 2.9
+        from torch.onnx import _type_utils
+
+    mode = symbolic_helper._maybe_get_const(mode, "i")
+    if mode not in (0, 1) or symbolic_helper._maybe_get_const(scale_grad_by_freq, "b"):
+        return symbolic_helper._onnx_unsupported("embedding_bag with mode max or scale_grad_by_freq", weight)
+    padding = None if symbolic_helper._is_none(padding_idx) else symbolic_helper._maybe_get_const(padding_idx, "i")
+    float_type = _type_utils.JitScalarType.from_value(weight).onnx_type()
+
+    def ints(*values):
+        return g.op("Constant", value_t=torch.tensor(values, dtype=torch.int64))
+
+    def scalar(value, dtype=torch.int64):
+        return g.op("Constant", value_t=torch.tensor(value, dtype=dtype))
+
+    def floats(value):  # in the weight's dtype: a Cast, so no differentiable value is an operand
+        return g.op("Cast", value, to_i=float_type)
+
+    rows = g.op("Gather", weight, indices)
+    if not symbolic_helper._is_none(per_sample_weights):
+        rows = g.op("Mul", rows, g.op("Unsqueeze", per_sample_weights, ints(-1)))
+    count = g.op("Shape", indices)
+    if padding is not None and padding >= 0:
+        kept = g.op("Not", g.op("Equal", indices, scalar(padding)))
+        rows = g.op("Where", g.op("Unsqueeze", kept, ints(-1)), rows, floats(scalar(0)))
+    else:
+        kept = g.op("ConstantOfShape", count, value_t=torch.tensor([1], dtype=torch.bool))
+    positions = g.op("Range", scalar(0), g.op("Squeeze", count, ints(0)), scalar(1))
+    started = g.op("GreaterOrEqual", g.op("Unsqueeze", positions, ints(1)), g.op("Unsqueeze", offsets, ints(0)))
+    bag = g.op("Sub", g.op("ReduceSum", g.op("Cast", started, to_i=7), ints(1), keepdims_i=1), ints(1))
+    bags = g.op("Shape", offsets)
+    if symbolic_helper._maybe_get_const(include_last_offset, "b"):
+        bags = g.op("Sub", bags, ints(1))
+    width = g.op("Slice", g.op("Shape", weight), ints(1), ints(2))
+    out = g.op("ScatterND", floats(g.op("ConstantOfShape", g.op("Concat", bags, width, axis_i=0))), bag, rows,
+               reduction_s="add")
+    if mode == 1:
+        sizes = g.op("ScatterND", floats(g.op("ConstantOfShape", bags)), bag, floats(kept), reduction_s="add")
+        out = g.op("Div", out, g.op("Unsqueeze", g.op("Max", sizes, floats(scalar(1))), ints(-1)))
+    return out, None, None, None

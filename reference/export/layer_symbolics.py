@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch.onnx import symbolic_helper
 
-from reference.export.embeddings import embedding
+from reference.export.embeddings import embedding, embedding_bag
 
 try:
     from torch.onnx._internal.torchscript_exporter import _type_utils, symbolic_opset12, symbolic_opset14
@@ -288,4 +288,4 @@ LAYER_SYMBOLICS = {"aten::bilinear": (bilinear, 13), "aten::rms_norm": (rms_norm
                    "aten::feature_dropout": (feature_dropout, 13),
                    "aten::scaled_dot_product_attention": (scaled_dot_product_attention, 14),
                    **{f"aten::adaptive_avg_pool{n}d": (_adaptive_average, 18) for n in (1, 2, 3)},
-                   "aten::embedding": (embedding, 9)}
+                   "aten::embedding": (embedding, 9), "aten::embedding_bag": (embedding_bag, 13)}

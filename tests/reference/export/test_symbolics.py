@@ -103,6 +103,15 @@ class LossOf(torch.nn.Module):
         return self.loss(prediction, target)
 
 
+class Bag(torch.nn.Module):
+    def __init__(self, bag):
+        super().__init__()
+        self.bag = bag
+
+    def forward(self, indices, offsets, *weights):
+        return self.bag(indices, offsets, per_sample_weights=weights[0] if weights else None)
+
+
 class GroupedQueryAttention(torch.nn.Module):
     def forward(self, q, k, v):
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
@@ -129,6 +138,11 @@ LAYERS = {  # what torch 2.13's exporter refuses; the oracle judges these in sui
     "cross_entropy_probabilities": lambda: (LossOf(torch.nn.CrossEntropyLoss(torch.tensor([1.0, 2.0, 0.5]),
                                                                              label_smoothing=0.1)),
                                             (torch.randn(4, 3, 2), torch.rand(4, 3, 2).softmax(1))),
+    "embedding_bag_mean_offsets": lambda: (Bag(torch.nn.EmbeddingBag(5, 3, mode="mean", padding_idx=2)),
+                                           (torch.tensor([0, 2, 4, 4, 1, 2]), torch.tensor([0, 2, 2, 5]))),
+    "embedding_bag_weighted_last_offset": lambda: (Bag(torch.nn.EmbeddingBag(5, 3, mode="sum", include_last_offset=True)),
+                                                   (torch.tensor([0, 3, 4, 4]), torch.tensor([0, 1, 4]),
+                                                    torch.rand(4))),
     "adaptive_average_uneven": lambda: (torch.nn.AdaptiveAvgPool2d((3, 1)), (torch.randn(2, 2, 7, 5),)),
     "triplet_margin_swap": lambda: (torch.nn.TripletMarginLoss(1.0, p=1.0, swap=True),
                                     (torch.randn(4, 3), torch.randn(4, 3), torch.randn(4, 3))),
