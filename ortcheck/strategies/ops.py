@@ -353,6 +353,44 @@ def _cross_entropy(draw, sh, label_smoothing: float = 0.0, batched: bool = True)
         "reduction": draw(st.sampled_from(["mean", "sum", "none"])), "label_smoothing": label_smoothing}
 
 
+@st.composite
+def _pad(draw, sh, mode: str):
+    """Pads on the last 1-3 axes. constant: any rank, crops (negative pads) leaving at least one
+    element, an empty tensor's zero on an axis it doesn't pad (torch 2.4.1's constant_pad_nd refuses
+    any padded axis of size 0, forward or backward); reflect (each pad below its side), replicate and
+    circular (at most the side): torch pads the last k axes of a rank k+1 or k+2 input only
+    (circular: k+2; torch 2.13's exporter puts an unbatched input's Slice/Concat on the wrong axes)."""
+    if mode == "constant":
+        shape = draw(Shapes("regular").shape(min_dims=1 if sh.name == "regular" else 2))
+        padded = draw(st.integers(1, min(3, len(shape) - (sh.name == "empty"))))
+        if sh.name == "empty":
+            zero = draw(st.integers(0, len(shape) - padded - 1))
+            shape = shape[:zero] + (0,) + shape[zero + 1:]
+    else:
+        padded = draw(st.integers(1, 3))
+        shape = draw(sh.shape(min_dims=padded + 1 + (mode == "circular"), max_dims=padded + 2))
+    low = {"constant": lambda side: -((side - 1) // 2)}.get(mode, lambda side: 0)
+    high = {"reflect": lambda side: min(2, side - 1), "circular": lambda side: min(2, side)}.get(mode, lambda side: 2)
+    pad = tuple(draw(st.integers(low(side), high(side))) for side in reversed(shape[-padded:]) for _ in range(2))
+    attrs = {"pad": pad, "mode": mode}
+    if mode == "constant":
+        attrs["value"] = draw(st.sampled_from([0.0, 1.5]))
+    return (Input(shape),), attrs
+
+
+@st.composite
+def _pixel_shuffle(draw, sh, unshuffle: bool):
+    """(N, C·r², H, W) for the shuffle, (N, C, H·r, W·r) for the unshuffle, r in 1-3 (torch's
+    exporter refuses other ranks)."""
+    factor, batch, channels = draw(st.integers(1, 3)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    height, width = draw(st.integers(1, MAX_SIDE)), draw(st.integers(1, MAX_SIDE))
+    if unshuffle:
+        shape = (batch, channels, height * factor, width * factor)
+    else:
+        shape = (batch, channels * factor * factor, height, width)
+    return (Input(shape),), {"factor": factor}
+
+
 def _index_slice(x, dim, start, stop, step):
     return x[(slice(None),) * (dim % x.dim()) + (slice(start, stop, step),)]
 
@@ -431,6 +469,12 @@ OPS: dict[str, Op] = {op.name: op for op in (
     Op("cross_entropy", _cross_entropy_call, _cross_entropy, REGULAR),
     Op("cross_entropy_unbatched", _cross_entropy_call, lambda sh: _cross_entropy(sh, batched=False), REGULAR),
     Op("cross_entropy_label_smoothing", _cross_entropy_call, lambda sh: _cross_entropy(sh, 0.1), REGULAR),
+    Op("pad", F.pad, lambda sh: _pad(sh, "constant"), NOT_SCALAR),
+    Op("pad_reflect", F.pad, lambda sh: _pad(sh, "reflect"), REGULAR),
+    Op("pad_replicate", F.pad, lambda sh: _pad(sh, "replicate"), REGULAR),
+    Op("pad_circular", F.pad, lambda sh: _pad(sh, "circular"), REGULAR),
+    Op("pixel_shuffle", lambda x, factor: F.pixel_shuffle(x, factor), lambda sh: _pixel_shuffle(sh, False), REGULAR),
+    Op("pixel_unshuffle", lambda x, factor: F.pixel_unshuffle(x, factor), lambda sh: _pixel_shuffle(sh, True), REGULAR),
 )}
 
 
