@@ -1,6 +1,7 @@
 import numpy as np
 
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.rules.common import pad_on_axes
 
 
 @gradient_rule("Pad")
@@ -13,8 +14,14 @@ def pad_grad(ctx, node):
     mode = node.attr("mode") or "constant"
     pads = ctx.as_int64(node.input(1)) if node.input(1) else ctx.ints(node.attr("pads"))
     axes = ctx.as_int64(node.input(3)) if node.input(3) else ""
-    if mode == "constant":
-        dx = ctx.op("Pad", dy, ctx.neg(pads), "", *([axes] if axes else []))
+    if mode == "constant" and not axes:
+        dx = ctx.op("Pad", dy, ctx.neg(pads))
+    elif mode == "constant":  # over every axis (rules/common.py, pad_on_axes: onnxruntime's optimizer)
+        count = len(_axes(ctx, node, ctx.rank(x)))
+        cut = ctx.neg(pads)
+        begins = ctx.op("Slice", cut, ctx.ints([0]), ctx.ints([count]))
+        ends = ctx.op("Slice", cut, ctx.ints([count]), ctx.ints([2 * count]))
+        dx = pad_on_axes(ctx, dy, ctx.rank(x), axes, begins, ends)
     else:
         dx = _scatter_back(ctx, node, dy, pads, mode)
     if node.wants(0):

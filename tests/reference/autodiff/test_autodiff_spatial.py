@@ -64,6 +64,29 @@ def test_pad_node_with_run_time_pads(mode, axes, harness):
     torch.testing.assert_close(torch.from_numpy(grads["x"]), want)
 
 
+
+def test_pad_constant_value_gradient(harness):
+    """The constant value (a graph input here; torch takes a float) receives the sum of dY over the
+    padded positions: y = pad(x, 0) + v·pad(0, 1) in torch."""
+    x, value = torch.randn(2, 3, 4, **f64), torch.tensor(0.7, **f64)
+    pads = [0, 1, -1, 0, 0, 2]  # (1, 0) on axis 1, (-1, 2) on axis 2
+    model = harness.make_model(
+        [helper.make_node("Pad", ["x", "pads", "v"], ["y"], mode="constant")],
+        [("x", TensorProto.DOUBLE, ["a", "b", "c"]), ("pads", TensorProto.INT64, [6]), ("v", TensorProto.DOUBLE, [])],
+        [("y", TensorProto.DOUBLE, None)],
+    )
+    tx, tv = x.clone().requires_grad_(), value.clone().requires_grad_()
+    torch_pads = (-1, 2, 1, 0)
+    y = F.pad(tx, torch_pads) + tv * F.pad(torch.zeros_like(x), torch_pads, value=1.0)
+    seed = torch.randn(y.shape, **f64)
+    want = torch.autograd.grad(y, (tx, tv), seed)
+    outputs, grads = harness.run_gradient_graphs(
+        build_gradient_graphs(model, ["x", "v"]),
+        {"x": x.numpy(), "pads": np.array(pads, np.int64), "v": value.numpy()}, [seed.numpy()])
+    torch.testing.assert_close(torch.from_numpy(outputs[0]), y.detach())
+    torch.testing.assert_close(torch.from_numpy(grads["x"]), want[0])
+    torch.testing.assert_close(torch.from_numpy(np.asarray(grads["v"])), want[1])
+
 AVG = {1: nn.AvgPool1d, 2: nn.AvgPool2d, 3: nn.AvgPool3d}
 
 
