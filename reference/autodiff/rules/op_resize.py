@@ -26,9 +26,8 @@ def resize_grad(ctx, node):
     for j, axis in enumerate(axes):
         if scales is not None and (known := ctx.constant_value(scales)) is not None and known[j] == 1:
             continue
-        in_dims, out_dims = ctx.dims(x) or [None] * rank, ctx.dims(node.output(0)) or [None] * rank
-        if scales is None and in_dims[axis] is not None and in_dims[axis] == out_dims[axis]:
-            continue  # same size (or symbol): an identity along this axis
+        if scales is None and _size_kept(ctx, node, j, axis):
+            continue
         grad = _along(ctx, node, grad, axis, j, scales, attrs)
     return {0: grad}
 
@@ -45,6 +44,49 @@ def _given(ctx, node, index: int) -> str | None:
     if value is None and dims is not None and dims[0] == 0:
         return None
     return name
+
+
+def _size_kept(ctx, node, j: int, axis: int) -> bool:
+    """Whether entry ``j`` of the sizes is the input's own size along ``axis`` (an identity there):
+    the same size or symbol after inference, or (what exporters build) a Concat whose piece at ``j``
+    slices or gathers Shape(input) at ``axis``."""
+    x = node.input(0)
+    in_dims, out_dims = ctx.dims(x), ctx.dims(node.output(0))
+    if in_dims and out_dims and in_dims[axis] is not None and in_dims[axis] == out_dims[axis]:
+        return True
+    concat = ctx.forward_model.producer(node.input(3))
+    if concat is None or concat.op_type != "Concat":
+        return False
+    start = 0
+    for piece in concat.input:
+        length = (ctx.dims(piece) or [None])[0]
+        if not isinstance(length, int):
+            return False
+        if start <= j < start + length:
+            return _shape_entry(ctx, piece, j - start) == (x, axis)
+        start += length
+    return False
+
+
+def _shape_entry(ctx, piece: str, offset: int) -> tuple[str, int] | None:
+    """(value, axis) when entry ``offset`` of 1-D ``piece`` is Shape(value)[axis] by a Slice or Gather
+    with constant arguments (unit steps), else None."""
+    node = ctx.forward_model.producer(piece)
+    if node is None or node.op_type not in ("Slice", "Gather"):
+        return None
+    shape = ctx.forward_model.producer(node.input[0])
+    if shape is None or shape.op_type != "Shape" or shape.attribute:
+        return None
+    args = [ctx.constant_value(name) for name in node.input[1:]]
+    if any(value is None for value in args):
+        return None
+    rank = ctx.rank(shape.input[0])
+    if node.op_type == "Gather":
+        return shape.input[0], int(args[0].reshape(-1)[offset]) % rank
+    if len(args) > 3 and (args[3] != 1).any():
+        return None
+    begin = int(args[0].reshape(-1)[0])
+    return shape.input[0], (begin % rank if begin < rank else rank) + offset
 
 
 def _along(ctx, node, grad: str, axis: int, j: int, scales: str | None, attrs: dict) -> str:

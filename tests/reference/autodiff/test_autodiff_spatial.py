@@ -158,7 +158,10 @@ def test_resize(config, dims, harness):
                   else "nearest")
     if config.get("size") == "fixed":
         config["size"] = (7, 4, 5)[:dims]
-    harness.check_gradients(lambda x: F.interpolate(x, **config), [_x(dims, 4)], more_args=[[_x(dims, 5)]], **BOUND)
+    runner = harness.check_gradients(lambda x: F.interpolate(x, **config), [_x(dims, 4)], more_args=[[_x(dims, 5)]],
+                                     **BOUND)
+    # one matrix per resized axis: batch and channel axes (scale 1, or sizes sliced from Shape) are skipped
+    assert harness.op_types(runner.graphs.backward).count("MatMul") == dims
 
 
 @pytest.mark.parametrize("block", [2, 3])
