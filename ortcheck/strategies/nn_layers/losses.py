@@ -69,10 +69,12 @@ def kl_div(draw):
 
 @st.composite
 def pair_loss(draw, cls: type, vectors: bool, **kwargs):
-    """Two predictions and a ±1 label per sample: cosine embedding (vectors ``[N, D]``) or margin
-    ranking (scores ``[N]``)."""
+    """Two predictions and a ±1 label per sample: cosine embedding (vectors ``[N, D]``, D ≥ 2: with
+    one feature the cosine is ±1 exactly and ``1 - cos`` cancels to a rounding of 1, where eager's
+    float32 result is 0 or an ulp by luck, torch's float32 sqrt not being correctly rounded) or
+    margin ranking (scores ``[N]``)."""
     batch = draw(BATCH)
-    shape = (batch, draw(SIDE)) if vectors else (batch,)
+    shape = (batch, draw(st.integers(2, 4))) if vectors else (batch,)
     drawn = {name: draw(strategy) for name, strategy in kwargs.items()}
     layer = make(Call, make(cls, reduction=draw(REDUCTIONS), **drawn), 3)
     return example(layer, floats(*shape), floats(*shape), Input((batch,), "sign"))
