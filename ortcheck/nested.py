@@ -7,8 +7,10 @@ build on it, so it sits below both.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import torch
@@ -26,13 +28,13 @@ def is_dataclass_instance(value: Any) -> bool:
 
 def children(value: Any) -> list[tuple[Any, Any]] | None:
     """(key, child) pairs of a container, in iteration order; None for a leaf."""
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, (torch.Tensor, torch.Size)):  # a shape is one value, as to pytree
         return None
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):  # dict, its subclasses, and UserDict (transformers' BatchEncoding)
         return list(value.items())
     if is_namedtuple(value):
         return list(zip(type(value)._fields, value))
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, collections.deque)):
         return list(enumerate(value))
     if is_dataclass_instance(value):
         return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
@@ -42,12 +44,14 @@ def children(value: Any) -> list[tuple[Any, Any]] | None:
 def rebuild(template: Any, new_children: list[Any]) -> Any:
     """A container of ``template``'s type holding ``new_children`` (same keys, same order)."""
     cls = type(template)
-    if isinstance(template, dict):
+    if isinstance(template, Mapping):
         items = dict(zip(template.keys(), new_children))
+        if isinstance(template, collections.defaultdict):
+            return cls(template.default_factory, items)
         return cls(**items) if dataclasses.is_dataclass(cls) else cls(items)
     if is_namedtuple(template):
         return cls(*new_children)
-    if isinstance(template, (list, tuple)):
+    if isinstance(template, (list, tuple, collections.deque)):
         return cls(new_children)
     return dataclasses.replace(template, **{f.name: c for f, c in zip(dataclasses.fields(template), new_children)})
 

@@ -3,7 +3,8 @@
 The module returns its inputs' structure with every float tensor scaled by a parameter (so
 gradients flow to inputs and parameter), integer tensors shifted, bool tensors negated, and
 constants returned as they came. Wrapped and eager must agree on structure and constants; values
-and gradients pass the float64 oracle (``ortcheck.checks.oracle``).
+and gradients pass the float64 oracle (``ortcheck.checks.oracle``). Python outputs the module
+*computes* from its input (a name, a size, a shape) must follow that input from call to call.
 """
 import copy
 
@@ -16,7 +17,7 @@ from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
 from ortcheck.nested import leaves, map_leaves
 from ortcheck.impls import Capability
 from ortcheck.profiles import scaled
-from ortcheck.strategies import FEATURES, feature_structures, tensors
+from ortcheck.strategies import FEATURES, feature_exemplar, feature_structures, tensors
 
 pytestmark = pytest.mark.requires(Capability.IO_THROUGH_MODULE)
 
@@ -37,6 +38,19 @@ class NestedEcho(torch.nn.Module):
         return ~leaf if leaf.dtype == torch.bool else leaf + 1
 
 
+class ShapeReport(torch.nn.Module):
+    """Returns Python values computed from the input's sizes beside a tensor: a pipeline that froze
+    them at export, and reuses the graph at new sizes, returns the first call's."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.tensor(1.5))
+
+    def forward(self, x):
+        rows = x.shape[0]
+        return {"y": x * self.scale, "name": f"batch{rows}", "rows": rows, "pairs": rows // 2, "shape": x.shape}
+
+
 def _run(module, inputs):
     x, nested, extra = inputs
     outputs = module(x, nested, extra=extra)
@@ -51,12 +65,19 @@ def _grads(data):
 
 
 @pytest.mark.parametrize("feature", FEATURES)
-@scaled(0.5)
-@given(data=st.data(), x=tensors(dtypes=[torch.float32], requires_grad=True, allow_zero_size=False))
-def test_nested_io_through_module(impl, options, feature, data, x):
-    nested = data.draw(feature_structures(feature, max_depth=4), label="nested")
-    extra = data.draw(feature_structures(feature, max_depth=3), label="extra")
-    _assert_through_module_matches_eager(impl, options, x, nested, extra)
+def test_nested_io_through_module(impl, options, feature):
+    # every kind of the feature, positional and keyword, before the draws
+    _assert_through_module_matches_eager(impl, options, torch.ones(2, requires_grad=True), feature_exemplar(feature),
+                                         feature_exemplar(feature))
+
+    @scaled(0.5)
+    @given(data=st.data(), x=tensors(dtypes=[torch.float32], requires_grad=True, allow_zero_size=False))
+    def drawn(data, x):
+        nested = data.draw(feature_structures(feature, max_depth=4), label="nested")
+        extra = data.draw(feature_structures(feature, max_depth=3), label="extra")
+        _assert_through_module_matches_eager(impl, options, x, nested, extra)
+
+    drawn()
 
 
 def test_distinct_key_paths_stay_distinct(impl, options):
@@ -73,3 +94,18 @@ def _assert_through_module_matches_eager(impl, options, x, nested, extra):
     assert_matches_oracle({run: _run(modules[run], inputs[run]) for run in RUNS}, path="output")
     assert_matches_oracle({run: _grads(inputs[run]) for run in RUNS}, path="input grad")
     assert_matches_oracle({run: modules[run].scale.grad for run in RUNS}, path="scale.grad")
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_python_outputs_follow_the_input(impl, options, mode):
+    """Batch sizes 2, 3, 2, 5: after each call, outputs (Python values exactly) and gradients as eager's."""
+    eager = ShapeReport().to(options.device).train(mode == "train")
+    modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options))
+    for call, rows in enumerate((2, 3, 2, 5)):
+        x = torch.randn(rows, 3, generator=torch.Generator().manual_seed(call), requires_grad=True)
+        inputs = input_runs((x, None, None), seed=call, device=options.device)
+        outputs = {run: modules[run](inputs[run][0]) for run in RUNS}
+        for run in RUNS:
+            outputs[run]["y"].sum().backward()
+        assert_matches_oracle(outputs, path=f"call {call} (batch {rows}) output")
+        assert_matches_oracle({run: inputs[run][0].grad for run in RUNS}, path=f"call {call} (batch {rows}) input grad")

@@ -31,6 +31,8 @@ def assert_same_structure(
         if not same_constant(actual, expected):
             raise AssertionError(f"{path}: value {actual!r} != expected {expected!r}")
         return
+    if getattr(actual, "default_factory", None) is not getattr(expected, "default_factory", None):
+        raise AssertionError(f"{path}: default_factory {actual.default_factory!r} != expected {expected.default_factory!r}")
     expected_keys, actual_keys = [k for k, _ in expected_pairs], [k for k, _ in actual_pairs]
     if actual_keys != expected_keys:
         raise AssertionError(f"{path}: keys {actual_keys!r} != expected {expected_keys!r}")

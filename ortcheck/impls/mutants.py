@@ -292,6 +292,25 @@ class RecomputeAppliesOneLess(_PatchedDuringForward):
         return recompute, "_first", one_less
 
 
+class NumberBlindSchema(_PatchedDuringForward):
+    """Compares Python int/float inputs by type alone, as ORTModule's schema does: a changed number
+    runs the graph traced with the old one baked in."""
+    name = "number_blind_schema"
+
+    @property
+    def target(self):
+        from reference.nested_io.schema import Constant
+
+        original = Constant._key
+
+        def blind(constant):
+            value = constant.value
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            return (type(value), None) if number else original(constant)
+
+        return Constant, "_key", blind
+
+
 class IgnoresNewMemoryOptions(ReferenceImpl):
     """Accepts a change of memory-optimizer options and silently keeps the old gradient graphs."""
     name = "ignores_new_memory_options"

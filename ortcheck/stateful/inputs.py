@@ -11,7 +11,7 @@ from ortcheck.strategies.transitions.actions import Forward
 # Leading sizes, cycled by Forward(sizes="other"): (batch,) for rank 2, (batch, seq) for rank 3.
 LEADING_SIZES = ((2, 3), (3, 1), (1, 2), (4, 2))
 DTYPES = {"float32": torch.float32, "float16": torch.float16}  # the subject casts x to its own dtype
-PYTHON_VALUES = ("flag", "reduction", "repeats")
+PYTHON_VALUES = ("flag", "reduction", "repeats", "factor")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +24,7 @@ class Inputs:
     flag: bool | None = None
     reduction: str | None = None
     repeats: int | None = None
+    factor: int | float | None = None
     x_requires_grad: bool = True
     y_requires_grad: bool = False
     sizes: int = 0  # index into LEADING_SIZES
@@ -37,9 +38,10 @@ class Inputs:
 
     @property
     def signature(self) -> tuple:
-        """Everything about the call a trace bakes in: structure, dtypes, ranks, Python values (never sizes)."""
-        return (self.rank, self.dtype, self.with_y, *((name, getattr(self, name)) for name in PYTHON_VALUES
-                                                      if getattr(self, name) is not None))
+        """Everything about the call a trace bakes in: structure, dtypes, ranks, Python values with their
+        types (``3`` and ``3.0`` trace to different constants, yet compare equal; never sizes)."""
+        return (self.rank, self.dtype, self.with_y, *((name, type(value).__name__, value) for name in PYTHON_VALUES
+                                                      if (value := getattr(self, name)) is not None))
 
     @property
     def requiring_grad(self) -> tuple[bool, ...]:

@@ -6,12 +6,12 @@ reference pipeline (tests/harness/test_layering.py holds them to it).
 from ortcheck.strategies.containers import ContainerKind, LeafKind
 from ortcheck.strategies.nested_io import (
     ALL_DTYPES, CONTAINER_KINDS, FEATURES, FLOAT_DTYPES, LEAF_KINDS, constants, containers_of, deep_chain,
-    feature_structures, leaves, nested_structures, tensors,
+    feature_exemplar, feature_structures, leaves, nested_structures, tensors,
 )
 
 __all__ = [
     "ALL_DTYPES", "CONTAINER_KINDS", "ContainerKind", "FEATURES", "FLOAT_DTYPES", "LEAF_KINDS", "LeafKind",
-    "constants", "containers_of", "deep_chain", "feature_structures", "leaves", "nested_structures", "tensors",
+    "constants", "containers_of", "deep_chain", "feature_exemplar", "feature_structures", "leaves", "nested_structures", "tensors",
     "layer_stacks",
 ]
 

@@ -9,13 +9,14 @@ rebuilds the structure around the change; a structure without such a site gets o
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Any, Callable
 
 import torch
 from hypothesis import strategies as st
 
 from ortcheck.nested import children, map_leaves, replace_at, sites
-from ortcheck.strategies.containers import CONTAINER_KINDS, FEATURES, LEAF_KINDS
+from ortcheck.strategies.containers import CONTAINER_KINDS, LEAF_KINDS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +46,15 @@ def _is_leaf(v):
 
 
 def _other_constant(v):
+    if isinstance(v, enum.Enum):  # before int and str: IntEnum and StrEnum are both
+        members = list(type(v))
+        return members[(members.index(v) + 1) % len(members)]
+    if isinstance(v, torch.Size):
+        return torch.Size([*v, 1])
+    if isinstance(v, torch.dtype):
+        return torch.float64 if v != torch.float64 else torch.float32
+    if isinstance(v, torch.device):
+        return torch.device("meta") if v.type != "meta" else torch.device("cpu")
     if v is None:
         return 0
     if isinstance(v, bool):
@@ -83,22 +93,24 @@ def _example(kind: str) -> Any:
 
 
 def _mutations() -> dict[str, Mutation]:
-    core_leaves, core_containers = FEATURES["python_scalars"]
-    found = {f"wrap_{name}": Mutation(_leaf_of(name), lambda v: [v], _example(name)) for name in core_leaves}
+    found = {f"wrap_{name}": Mutation(_leaf_of(name), lambda v: [v], _example(name)) for name in LEAF_KINDS}
     found["wrap_container"] = Mutation(lambda v: not _is_leaf(v), lambda v: [v], [])
-    for name in core_containers:
-        kind = CONTAINER_KINDS[name]
+    for name, kind in CONTAINER_KINDS.items():
         if kind.retype is not None:
             found[f"retype_{name}"] = Mutation(_of_type(kind.types), lambda v, k=kind: k.retype(v), kind.wrap(0))
-    for name in core_leaves:
+    for name in LEAF_KINDS:
         if name != "tensor":
             found[f"constant_{name}"] = Mutation(_leaf_of(name), _other_constant, _example(name))
+    # Equal under == yet another type: a schema comparing values by == misses these.
+    found["retype_int_enum"] = Mutation(lambda v: isinstance(v, enum.IntEnum), int, LEAF_KINDS["enum"].example)
+    found["retype_torch_size"] = Mutation(lambda v: isinstance(v, torch.Size), tuple, LEAF_KINDS["torch_size"].example)
     found["dtype"] = Mutation(_is_tensor, _other_dtype, torch.zeros(2))
     found["rank"] = Mutation(_is_tensor, _other_rank, torch.zeros(2))
     return found
 
 
-# The structures mutated come from the ``python_scalars`` feature: every core container and constant.
+# One per kind of every feature; the suite draws the structures around them from ``python_scalars``
+# and adds a node of the mutated kind where the drawn structure has none.
 MUTATIONS: dict[str, Mutation] = _mutations()
 
 

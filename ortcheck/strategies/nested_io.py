@@ -106,6 +106,18 @@ def feature_structures(feature: str, **kwargs) -> st.SearchStrategy:
     return _holding(structures, _feature_exemplars(feature))
 
 
+def feature_exemplar(feature: str) -> list:
+    """One structure holding every kind of ``feature`` once (each container around a fresh float
+    tensor that requires grad, each leaf kind's example): suites run it before any drawn example, so
+    a pipeline that mishandles any one kind of the feature fails under every seed."""
+    if feature not in FEATURES:
+        raise ValueError(f"unknown feature {feature!r}; valid: {', '.join(FEATURES)}")
+    leaf_kinds, container_kinds = FEATURES[feature]
+    own = [k for k in container_kinds if _CONTAINERS[k].feature == feature] if feature != CORE else container_kinds
+    values = [_LEAVES[k].example for k in leaf_kinds if k != "tensor" and _LEAVES[k].feature == feature]
+    return [*(_CONTAINERS[k].wrap(torch.arange(2.0).requires_grad_()) for k in own), *values]
+
+
 def _feature_exemplars(feature: str) -> st.SearchStrategy:
     """Functions node -> node plus one value of a kind ``feature`` adds."""
     wraps = [st.just(kind.wrap) for kind in _CONTAINERS.values() if kind.feature == feature]

@@ -23,13 +23,10 @@ from reference.export.flat_module import FlatModule
 from reference.export.branches import reshape_shape_only_ifs
 from reference.export.detach import define_stop_gradient
 from reference.export.embeddings import record_embeddings
+from reference.export.errors import ExportError
 from reference.export.simplify import (drop_zero_dropouts, explicit_same_pads, fold_integer_constants,
                                        output_padding_as_pads)
 from reference.export.symbolics import registered as symbolics_registered
-
-
-class ExportError(RuntimeError):
-    pass
 
 
 

@@ -2,7 +2,8 @@
 
 Tracing sees only positional tensors, so the non-tensor parts of the inputs come from the input
 schema (they are baked into the graph, which is why a changed constant forces a re-export) and the
-non-tensor parts of the outputs are recorded in the output schema while tracing.
+non-tensor parts of the outputs are recorded in the output schema while tracing (sizes the module
+returns as Python numbers become graph outputs: :mod:`reference.export.traced_numbers`).
 
 Buffers forward writes (in place, or by assigning a new tensor) are returned after the outputs, so
 their updated values become graph outputs the wrapper writes back after each call; ``written``
@@ -15,6 +16,7 @@ import torch
 
 from reference import nested_io
 from reference.export.norms import traceable_norms
+from reference.export.traced_numbers import marked
 
 
 class FlatModule(torch.nn.Module):
@@ -29,7 +31,7 @@ class FlatModule(torch.nn.Module):
         args, kwargs = nested_io.unflatten(tensors, self.input_schema)
         before = {name: (id(b), b._version) for name, b in self.module.named_buffers()}
         with traceable_norms(self.module):
-            outputs, self.output_schema = nested_io.flatten(self.module(*args, **kwargs))
+            outputs, self.output_schema = nested_io.flatten(marked(self.module(*args, **kwargs)))
         after = dict(self.module.named_buffers())
         self.written = tuple(name for name, (identity, version) in before.items()
                              if name in after and (id(after[name]), after[name]._version) != (identity, version))

@@ -1,14 +1,17 @@
 """Teach ``torch.utils._pytree`` the containers users pass that it does not know natively.
 
 pytree already handles list, tuple, dict, namedtuple, OrderedDict, defaultdict and deque. Users
-also pass dataclasses, ``OrderedDict``/``dict`` subclasses (transformers' ``ModelOutput``) and
-list/tuple subclasses; unregistered, pytree would treat those as opaque leaves and hide the
-tensors inside. We register such types the first time flattening meets one.
+also pass dataclasses, ``OrderedDict``/``dict`` subclasses (transformers' ``ModelOutput``),
+``UserDict``s (transformers' ``BatchEncoding``, what a tokenizer returns) and list/tuple
+subclasses; unregistered, pytree would treat those as opaque leaves and hide the tensors inside. We
+register such types the first time flattening meets one. A ``torch.Size`` stays one leaf: newer
+pytree flattens it into its ints and rebuilds a plain tuple.
 """
 from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -18,7 +21,9 @@ _lock = threading.Lock()
 
 
 def register_if_container(node: Any) -> bool:
-    """``is_leaf`` hook for ``tree_flatten``: registers unknown container types, never marks a leaf."""
+    """``is_leaf`` hook for ``tree_flatten``: registers unknown container types; only a shape is a leaf."""
+    if isinstance(node, torch.Size):
+        return True
     node_type = type(node)
     if node_type not in pytree.SUPPORTED_NODES and _needs_registration(node):
         with _lock:
@@ -30,7 +35,7 @@ def register_if_container(node: Any) -> bool:
 def _needs_registration(node: Any) -> bool:
     if isinstance(node, torch.Tensor) or _is_namedtuple(node):  # pytree handles namedtuples itself
         return False
-    return isinstance(node, (dict, list, tuple)) or _is_dataclass_instance(node)
+    return isinstance(node, (Mapping, list, tuple)) or _is_dataclass_instance(node)
 
 
 def _is_namedtuple(node: Any) -> bool:
@@ -42,7 +47,7 @@ def _is_dataclass_instance(node: Any) -> bool:
 
 
 def _register(cls: type) -> None:
-    if issubclass(cls, dict):
+    if issubclass(cls, Mapping):
         flatten, unflatten = _mapping_flatten, _mapping_unflatten(cls)
     elif issubclass(cls, (list, tuple)):
         flatten, unflatten = _sequence_flatten, _sequence_unflatten(cls)
@@ -51,7 +56,7 @@ def _register(cls: type) -> None:
     pytree.register_pytree_node(cls, flatten, unflatten, serialized_type_name=f"{cls.__module__}.{cls.__qualname__}")
 
 
-def _mapping_flatten(node: dict) -> tuple[list, list]:
+def _mapping_flatten(node: Mapping) -> tuple[list, list]:
     return list(node.values()), list(node.keys())
 
 

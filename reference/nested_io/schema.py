@@ -52,11 +52,39 @@ class Constant:
 
 
 @dataclasses.dataclass(frozen=True)
+class GraphNumber:
+    """A Python ``int`` or ``torch.Size`` the graph computes from the input sizes (``x.shape[0]``,
+    ``x.shape``): the tracer hands them to the module as tensors, so the graph returns them as int64
+    tensors that follow every new size, and unflatten gives the user the Python value back. Made
+    by :mod:`reference.export.traced_numbers` while tracing; never an input."""
+
+    kind: str  # "int" | "size"
+
+    def value(self, tensor: torch.Tensor):
+        return int(tensor) if self.kind == "int" else torch.Size(tensor.tolist())
+
+
+class TracedNumber:
+    """A :class:`GraphNumber` as the module returned it under the tracer: its tensor and kind. A
+    plain class, not a dataclass: flatten must see one leaf, not a container to open."""
+
+    __slots__ = ("tensor", "spec")
+
+    def __init__(self, tensor: torch.Tensor, spec: GraphNumber):
+        self.tensor, self.spec = tensor, spec
+
+
+@dataclasses.dataclass(frozen=True)
 class Schema:
     tree: pytree.TreeSpec
-    leaves: tuple[TensorSpec | Constant, ...]
+    leaves: tuple[TensorSpec | GraphNumber | Constant, ...]
     requires_grad: tuple[bool, ...] = dataclasses.field(compare=False)
 
     @property
     def num_tensors(self) -> int:
         return len(self.requires_grad)
+
+    @property
+    def holds_python_values(self) -> bool:
+        """Whether a leaf is a Python value other than None (a str, a number, a shape)."""
+        return any(isinstance(leaf, Constant) and leaf.value is not None for leaf in self.leaves)

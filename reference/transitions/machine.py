@@ -7,6 +7,10 @@ gradient graph depends on which graph inputs need gradients and on the memory op
 Checking in this order makes the reason name the change the user made (a device move changes the
 inputs' schema too).
 
+A graph whose outputs hold Python values (a ``str`` such as ``f"batch{x.shape[0]}"``, a size as an
+``int``) froze them at export, and they may depend on the input sizes the graph otherwise follows
+dynamically: its state then records the sizes too (``sizes``), and new sizes re-export.
+
 Graphs are cached per mode, like ORTModule's training and inference managers: returning to a mode
 whose graph is still valid reuses it, so alternating train/eval (validation every N steps) costs
 one export per mode, not one per switch. A forward under ``torch.no_grad()`` records no autograd
@@ -27,8 +31,9 @@ MODULE_CHANGED = "module attribute changed"
 INPUTS_GRAD_CHANGED = "inputs requiring grad changed"
 TRAINABLE_CHANGED = "trainable parameters changed"
 MEMORY_OPTIONS_CHANGED = "memory optimizer options changed"
+SIZES_CHANGED = "input sizes changed (the graph returns Python values)"
 REUSED = "reuse: nothing changed"
-REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED,
+REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, SIZES_CHANGED,
            INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
 
 
@@ -41,13 +46,15 @@ class GraphState:
     trainable: tuple[bool, ...]              # per module parameter, named_parameters() order
     module_version: int = 0                  # bumped by every attribute set through the wrapper
     memory_options: tuple = ()               # memory options: optimizer level and config, gradient delivery
+    sizes: tuple | None = None               # per user tensor, where the graph returns Python values
 
     @classmethod
     def of_call(cls, module, tensors, schema: Schema, device: str, module_version: int = 0,
-                memory_options: tuple = ()) -> "GraphState":
+                memory_options: tuple = (), size_keyed: bool = False) -> "GraphState":
         """The state a forward of ``module`` on flattened ``tensors`` asks for."""
         return cls(schema, module.training, device, tuple(t.requires_grad for t in tensors),
-                   tuple(p.requires_grad for _, p in module.named_parameters()), module_version, memory_options)
+                   tuple(p.requires_grad for _, p in module.named_parameters()), module_version, memory_options,
+                   tuple(tuple(t.shape) for t in tensors) if size_keyed else None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +71,7 @@ class Transition:
 REUSE = Transition(False, False, REUSED)
 # A device move changes the inputs' device too: naming the device is the more useful reason.
 _EXPORT_CHECKS = (("device", DEVICE_CHANGED), ("schema", SCHEMA_CHANGED), ("training", MODE_CHANGED),
-                  ("module_version", MODULE_CHANGED))
+                  ("module_version", MODULE_CHANGED), ("sizes", SIZES_CHANGED))
 
 
 def decide(previous: GraphState | None, current: GraphState, grad_enabled: bool = True) -> Transition:
@@ -105,5 +112,8 @@ class Graphs:
             transition = decide(previous, current, grad_enabled)
         if not transition.new_sessions:  # a reuse keeps what the graph was built for (no_grad ignores grad needs)
             return transition, self
-        slot = "train" if current.training else "eval"
-        return transition, dataclasses.replace(self, **{slot: current})
+        return transition, self.recorded(current)
+
+    def recorded(self, state: GraphState) -> "Graphs":
+        """These graphs with its mode's graph built for ``state``."""
+        return dataclasses.replace(self, **{"train" if state.training else "eval": state})

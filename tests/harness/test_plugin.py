@@ -9,7 +9,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOneUlp", "GradientsOffByOnePermille",
            "ReexportsOnNewSizes", "OneGraphSlot", "WhereGradToWrongBranch", "Segfaults", "Hangs", "RecomputeRedrawsDropout", "RecomputeOverClaims",
-           "RecomputeAppliesOneLess", "IgnoresNewMemoryOptions", "Bnb4GradOtherCodeBook", "Bnb4WeightGetsZeroGrad",
+           "RecomputeAppliesOneLess", "IgnoresNewMemoryOptions", "NumberBlindSchema", "Bnb4GradOtherCodeBook", "Bnb4WeightGetsZeroGrad",
            "BackwardOverwritesGrads", "WritesGradsAroundAutograd"]
 
 
@@ -49,6 +49,7 @@ def run(project, *args):
     ("recompute_applies_one_less", "suites/test_recompute.py", "test_applied_plans_are_what_was_asked[recompute_applies_one_less-0]"),
     ("recompute_applies_one_less", "suites/test_recompute.py", "test_applied_plans_are_what_was_asked[recompute_applies_one_less-1]"),
     ("ignores_new_memory_options", "suites/test_transitions.py", "test_transitions[ignores_new_memory_options-recompute]"),
+    ("number_blind_schema", "suites/test_transitions.py", "test_transitions[number_blind_schema-number_values]"),
     ("bnb4_grad_other_code_book", "suites/test_bnb4.py", "test_4bit_stacks_match_eager"),
     ("bnb4_grad_other_code_book", "suites/test_bnb4.py", "test_qlora_models_match_eager"),
     ("bnb4_weight_gets_zero_grad", "suites/test_bnb4.py",

@@ -5,8 +5,12 @@ import pytest
 import torch
 from hypothesis import find, given, settings
 
-from ortcheck.nested import children, leaves
-from ortcheck.strategies import ALL_DTYPES, containers_of, deep_chain, leaves as leaf_strategy, nested_structures, tensors
+from ortcheck.nested import children, leaves, map_leaves
+from ortcheck.strategies import (
+    ALL_DTYPES, FEATURES, containers_of, deep_chain, feature_exemplar, feature_structures, leaves as leaf_strategy,
+    nested_structures, tensors,
+)
+from ortcheck.strategies import containers as kinds
 from ortcheck.strategies.containers import FrozenRecord, ModelOutputLike, Pair, Record, Triple
 
 FIND = settings(max_examples=2000, database=None, derandomize=True)
@@ -86,3 +90,27 @@ def test_shrinks_to_a_minimal_example():
     found = find(nested_structures(), lambda x: contains(x, lambda v: isinstance(v, torch.Tensor) and v.dtype == torch.bfloat16),
                  settings=FIND)
     assert isinstance(found, torch.Tensor) and found.dim() == 0
+
+
+@pytest.mark.parametrize("feature", [f for f in FEATURES if f != "core"])
+def test_each_feature_draws_each_of_its_kinds_and_its_exemplar_holds_them_all(feature):
+    """A feature's exemplar runs before the draws: it must hold every kind the feature adds, and the
+    draws must reach each kind too."""
+    leaf_kinds, container_kinds = FEATURES[feature]
+    own = [kinds.CONTAINER_KINDS[k] for k in container_kinds if kinds.CONTAINER_KINDS[k].feature == feature]
+    own_leaves = [kinds.LEAF_KINDS[k] for k in leaf_kinds if kinds.LEAF_KINDS[k].feature == feature]
+    exemplar = feature_exemplar(feature)
+    for kind in own:
+        made = type(kind.wrap(0))
+        assert contains(exemplar, lambda v: type(v) is made), f"{kind.name} missing from the exemplar"
+        find(feature_structures(feature), lambda x: contains(x, lambda v: type(v) is made), settings=FIND)
+    for kind in own_leaves:
+        assert contains(exemplar, lambda v: type(v) is type(kind.example)), f"{kind.name} missing from the exemplar"
+
+
+def test_the_harness_walk_rebuilds_mappings_sequences_and_keeps_a_default_factory():
+    data = [collections.defaultdict(list, a=torch.ones(1)), collections.deque([torch.ones(1)]),
+            kinds.Features(b=torch.ones(1)), torch.Size([2, 3])]
+    rebuilt = map_leaves(data, lambda leaf: leaf * 2 if isinstance(leaf, torch.Tensor) else leaf)
+    assert [type(v) for v in rebuilt] == [type(v) for v in data]
+    assert rebuilt[0].default_factory is list and rebuilt[2]["b"].item() == 2.0 and rebuilt[3] == torch.Size([2, 3])

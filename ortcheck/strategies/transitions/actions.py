@@ -20,7 +20,7 @@ class _ReadableRepr:
 @dataclasses.dataclass(frozen=True, repr=False)
 class Forward(_ReadableRepr):
     """A forward call. ``sizes='other'`` moves to the next batch sizes; a non-None field changes that
-    input from now on (structure: rank, dtype, with_y; Python values: flag, reduction, repeats).
+    input from now on (structure: rank, dtype, with_y; Python values: flag, reduction, repeats, factor).
     ``seed`` picks the input values (and the cotangent of a following ``Step``): carried by the
     action, not by its position, so shrinking can drop other actions without changing the data."""
 
@@ -35,6 +35,7 @@ class Forward(_ReadableRepr):
     flag: bool | None = None
     reduction: str | None = None  # "none" | "sum" | "mean"
     repeats: int | None = None
+    factor: int | float | None = None  # multiplied into the output: graph arithmetic
 
     def __post_init__(self):
         if self.sizes not in ("same", "other"):

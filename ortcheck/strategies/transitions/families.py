@@ -28,6 +28,7 @@ CHANGES = {
     "bool_values": st.builds(Forward, flag=st.booleans()),
     "str_values": st.builds(Forward, reduction=st.sampled_from(["none", "sum", "mean"])),
     "int_values": st.builds(Forward, repeats=st.integers(0, 2)),
+    "number_values": st.builds(Forward, factor=st.sampled_from([2, 3, -1, 0.5, 3.0, -1.5])),
     "requires_grad": st.builds(SetRequiresGrad, input=st.sampled_from(["x", "y"]), value=st.booleans()),
     "frozen_params": st.builds(SetTrainable, param=st.sampled_from(PARAMETERS), value=st.booleans()),
     "attributes": st.builds(SetAttribute, value=st.sampled_from([0.5, 1.0, 2.0])),
@@ -58,6 +59,9 @@ EXAMPLES: dict[str, tuple[tuple, ...]] = {
     "bool_values": ((Forward(flag=True), Forward(flag=False), Step()),),
     "str_values": ((Forward(reduction="sum"), Step(), Forward(reduction="none"), Step(), Forward(reduction="mean")),),
     "int_values": ((Forward(repeats=0), Forward(repeats=1), Step()),),
+    # A number kept for a second training call, then changed (value, then int -> float of equal value).
+    "number_values": ((Forward(factor=2), Step(), Forward(factor=2, sizes="other"), Step(), Forward(factor=0.5),
+                       Step(), Forward(factor=3), Step(), Forward(factor=3.0), Step()),),
     "requires_grad": ((Forward(), SetRequiresGrad(input="x", value=False), Forward(), Step(),
                        SetRequiresGrad(input="y", value=True), Forward(), Step()),),
     "frozen_params": ((SetTrainable(param="lin.weight", value=False), Forward(), Forward(), Step(),

@@ -7,7 +7,7 @@ import torch
 
 from reference.nested_io import flatten
 from reference.transitions import REASONS, GraphState, Graphs, Transition, decide
-from reference.transitions.machine import (FIRST_FORWARD, MEMORY_OPTIONS_CHANGED, MODE_CHANGED, MODULE_CHANGED, REUSE, REUSED, SCHEMA_CHANGED,
+from reference.transitions.machine import (FIRST_FORWARD, MEMORY_OPTIONS_CHANGED, MODE_CHANGED, MODULE_CHANGED, REUSE, REUSED, SCHEMA_CHANGED, SIZES_CHANGED,
                                            TRAINABLE_CHANGED)
 
 
@@ -103,8 +103,17 @@ def test_every_reason_is_in_the_vocabulary():
     seen |= {decide(BASE, changed).reason for changed in (
         state(data=(torch.zeros(2, 3, 1),)), state(training=False), state(device="cuda"),
         dataclasses.replace(BASE, module_version=1), state(inputs_grad=(False,)), state(trainable=(False, True)),
-        dataclasses.replace(BASE, memory_options=(1, ())))}
+        dataclasses.replace(BASE, memory_options=(1, ())), dataclasses.replace(BASE, sizes=((3, 3),)))}
     assert seen == set(REASONS)
+
+
+def test_a_graph_returning_python_values_follows_the_input_sizes():
+    """Its Python outputs were frozen at export and may depend on the sizes: new sizes re-export,
+    the same sizes reuse, and a graph without them keeps ignoring sizes."""
+    keyed = dataclasses.replace(BASE, sizes=((2, 3),))
+    assert decide(keyed, dataclasses.replace(BASE, sizes=((4, 3),))) == Transition(True, True, SIZES_CHANGED)
+    assert decide(keyed, keyed) == REUSE
+    assert decide(BASE, state(data=(torch.zeros(4, 3),))) == REUSE
 
 
 def test_changed_memory_optimizer_options_rebuild_gradients_only_and_not_under_no_grad():
