@@ -14,7 +14,9 @@ implementations with ``Capability.MEM_EFFICIENT_GRAD``.
   ``set_to_none`` before), frozen parameters keep ``grad is None``, a weight used twice gets the sum.
 - The autograd API: ``torch.autograd.grad`` leaves ``.grad`` alone, ``retain_graph=True`` allows a
   second backward, gradients of inputs only, and ``create_graph=True`` either gives eager's second
-  derivative or raises; a first derivative that silently isn't differentiable fails.
+  derivative or raises an error naming it; a first derivative that silently isn't differentiable
+  fails, whether the incoming gradient requires grad or is a constant (``grad(out.sum(), x,
+  create_graph=True)``), and a gradient penalty (WGAN-GP) trains like eager or is refused so.
 """
 from __future__ import annotations
 
@@ -266,21 +268,67 @@ def test_autograd_grad_retain_graph_and_input_gradients_match_eager(impl, option
     drawn(check_autograd_api)(impl, options)
 
 
-def test_create_graph_gives_eagers_second_derivative_or_a_clear_error(impl, options):
+# What a refusal of create_graph must say: ours, or torch's own for a once_differentiable backward.
+CREATE_GRAPH_REFUSALS = ("create_graph", "double backward", "differentiate twice")
+# The loss before the first derivative: one whose cotangent requires grad, or a constant one.
+FIRST_LOSSES = {"squared": lambda out: out.square().sum(), "summed": lambda out: out.sum()}
+
+
+def _critic(device):
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).to(device)
+
+
+def _refused(run: str, error: RuntimeError) -> bool:
+    """Whether ``error`` is an allowed refusal: of the implementation, naming create_graph."""
+    if run != "actual":
+        raise AssertionError(f"eager failed: {error}") from error
+    if not any(words in str(error) for words in CREATE_GRAPH_REFUSALS):
+        raise AssertionError(f"create_graph=True failed without naming it ({', '.join(CREATE_GRAPH_REFUSALS)}): "
+                             f"{error}") from error
+    return True
+
+
+@pytest.mark.parametrize("first_loss", FIRST_LOSSES)
+def test_create_graph_gives_eagers_second_derivative_or_a_clear_error(impl, options, first_loss):
     """d/dx of |dL/dx|² through a tanh layer: no implementation may hand back a first derivative that
     silently has no graph."""
-    torch.manual_seed(0)
-    eager = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).to(options.device)
+    eager = _critic(options.device)
     modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options))
     second = {}
     for run, (x,) in input_runs((torch.randn(5, 3, requires_grad=True),), device=options.device).items():
         try:
-            (first,) = torch.autograd.grad(modules[run](x).square().sum(), x, create_graph=True)
+            (first,) = torch.autograd.grad(FIRST_LOSSES[first_loss](modules[run](x)), x, create_graph=True)
             if not first.requires_grad:
                 raise AssertionError(f"{run}: create_graph=True returned a first derivative with no graph")
             (second[run],) = torch.autograd.grad(first.square().sum(), x)
         except RuntimeError as error:
-            if run == "actual":
-                return  # refused: the clear error is the allowed outcome
-            raise AssertionError(f"eager failed: {error}") from error
+            if _refused(run, error):
+                return
     assert_matches_oracle(second, path="second derivative")
+
+
+def test_a_gradient_penalty_trains_like_eager_or_is_refused(impl, options):
+    """WGAN-GP: loss = mean(D(x)) + mean((|dD/dx|₂ - 1)²), three SGD steps; every parameter's gradient
+    (through the penalty too) passes the oracle at every step, or the first step is refused by name."""
+    eager = _critic(options.device)
+    modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options))
+    optimizers = {run: torch.optim.SGD(modules[run].parameters(), lr=0.1) for run in RUNS}
+    for step in range(3):
+        inputs = input_runs((torch.randn(6, 3, generator=torch.Generator().manual_seed(step), requires_grad=True),),
+                            seed=step, device=options.device)
+        for run in RUNS:
+            (x,) = inputs[run]
+            try:
+                out = modules[run](x)
+                (grad_x,) = torch.autograd.grad(out.sum(), x, create_graph=True)
+                (out.mean() + ((grad_x.norm(2, dim=1) - 1) ** 2).mean()).backward()
+            except RuntimeError as error:
+                if step == 0 and _refused(run, error):
+                    return
+                raise
+        grads = {run: {name: p.grad for name, p in modules[run].named_parameters()} for run in RUNS}
+        assert_matches_oracle(grads, path=f"step {step} parameter grads")
+        for run in RUNS:
+            optimizers[run].step()
+            optimizers[run].zero_grad()

@@ -6,8 +6,8 @@
   ending where parameter gradients are complete; torch accumulates each stage's gradients, and
   fires their hooks, before the next stage runs (``Options(mem_efficient_grad=True)``).
 
-Both are ``once_differentiable``: the backward runs in onnxruntime, so ``create_graph=True`` is
-refused by torch rather than returning a first derivative that silently has no graph.
+Both refuse ``create_graph=True`` (``first_order``): the backward runs in onnxruntime, so a first
+derivative would silently have no graph.
 """
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-from torch.autograd.function import once_differentiable
 
+from reference.grads.first_order import first_order_only
 from reference.runtime import TrainingRunner
 
 
@@ -42,7 +42,7 @@ class InputsNode(torch.autograd.Function):
         return _link()
 
     @staticmethod
-    @once_differentiable
+    @first_order_only
     def backward(ctx, _link_grad):
         run, runner = ctx.run, ctx.run.runner
         run.runner.staged.run(len(runner.staged) - 1, run.live)
@@ -62,7 +62,7 @@ class StageNode(torch.autograd.Function):
         return _link()
 
     @staticmethod
-    @once_differentiable
+    @first_order_only
     def backward(ctx, _link_grad):
         run = ctx.run
         delivered = run.runner.staged.run(ctx.index, run.live)
@@ -87,7 +87,7 @@ class ForwardNode(torch.autograd.Function):
         return tuple(outputs)
 
     @staticmethod
-    @once_differentiable
+    @first_order_only
     def backward(ctx, *output_grads):
         saved = ctx.saved_tensors
         ctx.run.live = ctx.run.runner.backward_feed(saved[: ctx.num_inputs], saved[ctx.num_inputs:], output_grads)

@@ -3,8 +3,8 @@ gradient at once, when the graph has finished."""
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import once_differentiable
 
+from reference.grads.first_order import first_order_only
 from reference.runtime import TrainingRunner
 
 
@@ -19,7 +19,7 @@ class OrtGraphFunction(torch.autograd.Function):
         return tuple(outputs)
 
     @staticmethod
-    @once_differentiable  # the backward graph runs in onnxruntime: its result has no torch graph
+    @first_order_only  # the backward graph runs in onnxruntime: its result has no torch graph
     def backward(ctx, *output_grads: torch.Tensor):
         saved = ctx.saved_tensors
         inputs, stashed = saved[: ctx.num_inputs], saved[ctx.num_inputs:]
