@@ -7,7 +7,8 @@ blocks; QLoRA models turn every Linear of a drawn stack 4-bit with adapters and 
 backward is bitsandbytes': the input and the bias get gradients through the 4-bit product, the
 packed weight none.
 - Outputs, loss and every gradient (inputs, biases, adapters) pass the float64 oracle, and the
-  frozen weights have ``grad is None`` as in eager.
+  frozen weights have ``grad is None`` as in eager; also with the packed weights kept in buffers,
+  where a pipeline asks no gradient of them and the input's gradient must still be right.
 - Over AdamW steps (weight decay on) the loss curve passes the oracle and the packed weights and
   absmax stay bit-identical.
 """
@@ -51,6 +52,10 @@ def check_stacks(impl, options, manifest_examples, stacks) -> None:
 
 def test_4bit_stacks_match_eager(impl, options, manifest_examples):
     check_stacks(impl, options, manifest_examples, bnb4_stacks(block_sizes(impl)))
+
+
+def test_4bit_stacks_with_packed_weights_in_buffers_match_eager(impl, options, manifest_examples):
+    check_stacks(impl, options, manifest_examples, bnb4_stacks(block_sizes(impl), packed_as=("buffer",)))
 
 
 def test_qlora_models_match_eager(impl, options, manifest_examples):

@@ -127,18 +127,26 @@ class Linear4Bit(nn.Module):
     """A frozen 4-bit ``[out, in]`` weight, an optional bias, optional LoRA adapters (rank, alpha).
 
     The bias is added outside the 4-bit product (not passed into it), so ORTModule's exporter, which
-    converts only bias-free ``MatMul4Bit`` calls, sees every layer.
+    converts only bias-free ``MatMul4Bit`` calls, sees every layer. ``packed_as`` keeps the packed
+    weight as a frozen parameter (bitsandbytes' ``Params4bit``) or as a buffer (as quantizers that
+    store codes beside the model do): a pipeline must not ask a gradient of either.
     """
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None, block_size: int = 64,
-                 quant_type: int = NF4, lora_rank: int = 0, lora_alpha: float = 1.0, kernel: str = "ortcheck"):
+                 quant_type: int = NF4, lora_rank: int = 0, lora_alpha: float = 1.0, kernel: str = "ortcheck",
+                 packed_as: str = "parameter"):
         super().__init__()
         if quant_type not in CODE_BOOKS:
             raise ValueError(f"unknown quant_type {quant_type!r}; valid: 0 (FP4), 1 (NF4)")
         self.shape = tuple(weight.shape)
         self.block_size, self.quant_type = block_size, quant_type
         data, absmax = quantize_4bit(weight, block_size, quant_type)
-        self.weight = nn.Parameter(data.view(-1, 1), requires_grad=False)
+        if packed_as == "buffer":
+            self.register_buffer("weight", data.view(-1, 1))
+        elif packed_as == "parameter":
+            self.weight = nn.Parameter(data.view(-1, 1), requires_grad=False)
+        else:
+            raise ValueError(f"unknown packed_as {packed_as!r}; valid: parameter, buffer")
         self.register_buffer("absmax", absmax)
         self.bias = None if bias is None else nn.Parameter(bias.detach().clone().float())
         self.lora_rank, self.scaling = lora_rank, (lora_alpha / lora_rank if lora_rank else 0.0)
@@ -182,7 +190,8 @@ class Linear4Bit(nn.Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.shape[1]}, out_features={self.shape[0]}, bias={self.bias is not None}, "
                 f"block_size={self.block_size}, quant_type={QUANT_TYPE_NAMES[self.quant_type]}, "
-                f"lora_rank={self.lora_rank}, kernel={self._kernel}")
+                f"lora_rank={self.lora_rank}, kernel={self._kernel}"
+                + (", packed_as=buffer" if "weight" in self._buffers else ""))
 
 
 def quantize_linears(module: nn.Module, block_size: int = 64, quant_type: int = NF4, lora_rank: int = 0,

@@ -178,7 +178,8 @@ class _AbsHalfRoundTrip(nn.Module):
 class Bnb4Linear(Block):
     """A frozen 4-bit linear layer (:class:`ortcheck.models.linear4bit.Linear4Bit`): its float weight
     is drawn as :class:`Weight4Bit` ``kind`` (zeros, outliers, constant blocks) and scaled by
-    1/sqrt(width) before quantizing; bias and LoRA adapters (alpha = 2 x rank) optional."""
+    1/sqrt(width) before quantizing; bias and LoRA adapters (alpha = 2 x rank) optional; the packed
+    weight a frozen parameter or a buffer (``packed_as``)."""
 
     out: int
     block_size: int = 16
@@ -186,19 +187,21 @@ class Bnb4Linear(Block):
     kind: str = "normal"
     bias: bool = True
     lora_rank: int = 0
+    packed_as: str = "parameter"
 
     def build(self, width):
         seed = int(torch.randint(0, 2**31 - 1, ()))  # from the stack's seeded generator
         weight = Weight4Bit(self.out, width, self.block_size, self.quant_type, self.kind, seed).tensor()
         bias = 0.1 * torch.randn(self.out) if self.bias else None
         return Linear4Bit(weight / math.sqrt(width), bias, self.block_size, QUANT_TYPES[self.quant_type],
-                          self.lora_rank, lora_alpha=2.0 * self.lora_rank)
+                          self.lora_rank, lora_alpha=2.0 * self.lora_rank, packed_as=self.packed_as)
 
     def out_width(self, width):
         return self.out
 
     def __str__(self):
-        extras = "".join([", bias" * self.bias, f", lora r{self.lora_rank}" * bool(self.lora_rank)])
+        extras = "".join([", bias" * self.bias, f", lora r{self.lora_rank}" * bool(self.lora_rank),
+                          ", in a buffer" * (self.packed_as == "buffer")])
         return f"{self.quant_type}({self.out}, block {self.block_size}, {self.kind}{extras})"
 
 

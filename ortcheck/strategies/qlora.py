@@ -21,10 +21,11 @@ LORA_RANKS = (0, 1, 2, 4)
 
 
 def bnb4_linear_blocks(widths: Sequence[int] = ODD_WIDTHS, block_sizes: Sequence[int] = ORT_CPU_BLOCK_SIZES,
-                       lora_ranks: Sequence[int] = LORA_RANKS) -> st.SearchStrategy[Bnb4Linear]:
+                       lora_ranks: Sequence[int] = LORA_RANKS, packed_as: Sequence[str] = ("parameter",),
+                       ) -> st.SearchStrategy[Bnb4Linear]:
     return st.builds(Bnb4Linear, st.sampled_from(widths), st.sampled_from(block_sizes),
                      st.sampled_from(list(QUANT_TYPES)), st.sampled_from(LAYER_WEIGHT_KINDS), st.booleans(),
-                     st.sampled_from(lora_ranks))
+                     st.sampled_from(lora_ranks), st.sampled_from(packed_as))
 
 
 def qlora_specs(block_sizes: Sequence[int] = ORT_CPU_BLOCK_SIZES, lora_ranks: Sequence[int] = (1, 2, 4),
@@ -34,10 +35,11 @@ def qlora_specs(block_sizes: Sequence[int] = ORT_CPU_BLOCK_SIZES, lora_ranks: Se
 
 
 def bnb4_stacks(block_sizes: Sequence[int] = ORT_CPU_BLOCK_SIZES, max_other_blocks: int = 3,
-                max_4bit_layers: int = 2) -> st.SearchStrategy[LayerStack]:
+                max_4bit_layers: int = 2, packed_as: Sequence[str] = ("parameter",)) -> st.SearchStrategy[LayerStack]:
     """Stacks with 1..``max_4bit_layers`` 4-bit linears placed among up to ``max_other_blocks`` others."""
     others = layer_stacks(BLOCK_KINDS, min_blocks=0, max_blocks=max_other_blocks, hidden_sizes=ODD_WIDTHS[:4])
-    layers = st.lists(bnb4_linear_blocks(block_sizes=block_sizes), min_size=1, max_size=max_4bit_layers)
+    layers = st.lists(bnb4_linear_blocks(block_sizes=block_sizes, packed_as=packed_as), min_size=1,
+                      max_size=max_4bit_layers)
     return _with_blocks_inserted(others, layers)
 
 

@@ -108,3 +108,20 @@ def test_castlike_casts_the_gradient_back(harness):
     feeds = {"x": np.ones(3, np.float32), "like": np.array(0.0)}
     _, grads = harness.run_gradient_graphs(graphs, feeds, [np.array([1.0, 2.0, 3.0])])
     assert grads["x"].dtype == np.float32 and grads["x"].tolist() == [1.0, 2.0, 3.0]
+
+
+def test_gelu_node_gradient_tanh_form(harness):
+    """A hand-built ``Gelu(approximate="tanh")`` node (opset 20), in float64: torch exports tanh
+    GELU through our own float64 symbolic, never as this node, so only a graph built here reaches
+    the rule's tanh form. (The exact form's Erf has no float64 kernel in onnxruntime; exports reach it.)"""
+    approximate = "tanh"
+    model = harness.make_model([helper.make_node("Gelu", ["x"], ["y"], approximate=approximate)],
+                               [("x", TensorProto.DOUBLE, ["a", "b"])], [("y", TensorProto.DOUBLE, None)])
+    x = torch.linspace(-6, 6, 2 * 61, dtype=torch.float64).reshape(2, 61).requires_grad_()
+    y = F.gelu(x, approximate=approximate)
+    seed = torch.randn(y.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    (want,) = torch.autograd.grad(y, x, seed)
+    outputs, grads = harness.run_gradient_graphs(build_gradient_graphs(model, ["x"]), {"x": x.detach().numpy()},
+                                                 [seed.numpy()])
+    torch.testing.assert_close(torch.from_numpy(outputs[0]), y.detach())
+    torch.testing.assert_close(torch.from_numpy(grads["x"]), want, rtol=1e-12, atol=1e-12)

@@ -2,7 +2,7 @@
 against the float64 oracle of ``A @ dequant(B)ᵀ`` on generated shapes, and clear errors for what
 the kernel refuses.
 
-Finding (onnxruntime 1.31.1, the same kernel in 1.19.2): the CPU kernel ignores ``transB=0``. It
+Finding (onnxruntime 1.31.1, and 1.19.2: the ort119 environment runs this file too): the CPU kernel ignores ``transB=0``. It
 dequantizes B as ``[N, K]`` and always multiplies by its transpose (``MlasGemmBatch(..., CblasTrans,
 ...)`` in ``matmul_bnb4.cc``), so ``A[M, N] @ dequant(B)`` comes out wrong (errors ~18 on unit
 normal data). #18131 builds the 4-bit layer's input gradient from exactly that call.
