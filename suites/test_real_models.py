@@ -1,7 +1,8 @@
 """Property: tiny real transformer architectures train through the implementation as in eager.
 
-Each architecture of ``ortcheck.models.hf`` (GPT-2, Llama, Mistral, BERT, T5, OPT, Bloom, Falcon,
-Phi; random weights, no downloads) takes SGD steps on token batches with ``labels`` (the model
+Each architecture of ``ortcheck.models.hf`` (20: decoders with and without grouped-query heads,
+a mixture of experts, partial rotary, encoder-decoders, encoders, a ViT and a ResNet; random
+weights, no downloads) takes SGD steps on token batches (or 8x8 images) with ``labels`` (the model
 computes its own loss), the last at another batch size and sequence length. The float64 oracle
 judges every step's loss and the gradients of the first step. Models are built with
 ``use_cache=False``, as for training; with the cache on, a causal LM also returns its key/value
@@ -18,7 +19,7 @@ import copy
 import pytest
 import torch
 
-from ortcheck.checks import RUNS, assert_matches_oracle, module_runs
+from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
 from ortcheck.impls import Capability
 from ortcheck.models import hf
 
@@ -37,10 +38,10 @@ def test_tiny_architecture_trains_like_eager(impl, options, architecture):
                   for run, module in modules.items()}
     losses, first_grads = {run: [] for run in RUNS}, {}
     for step, (batch, length) in enumerate(SHAPES):
-        ids = hf.token_ids(step, batch, length).to(options.device)
+        inputs = input_runs(hf.ARCHITECTURES[architecture].example(step, batch, length), seed=step, device=options.device)
         for run in RUNS:
             optimizers[run].zero_grad(set_to_none=True)
-            loss = modules[run](input_ids=ids, labels=ids).loss
+            loss = modules[run](**inputs[run]).loss
             loss.backward()
             if step == 0:
                 first_grads[run] = {name: p.grad for name, p in modules[run].named_parameters()}

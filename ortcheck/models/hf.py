@@ -2,9 +2,10 @@
 
 Each architecture is its config and model class with the smallest sizes that keep its structure
 (2 layers, 2 heads, hidden 16, vocab 64): grouped-query attention where the architecture has it,
-rotary or learned positions, tied or untied heads, encoder-decoder for T5. Dropout is off, so a
-step is deterministic. Attention is the plain ("eager") implementation, which every stack
-exports, except for the ``*_sdpa`` architectures, which keep the family's default (sdpa: with
+rotary (partial too) or learned positions, tied or untied heads, mixture of experts, encoder-decoders,
+encoders, and vision models on 8x8 images (a ViT, a ResNet with BatchNorm). Dropout is off, so a
+step is deterministic. The first architectures use the plain ("eager") attention, which every
+stack exports; the ``*_sdpa`` ones and every later family keep the family's default (sdpa: with
 grouped-query attention transformers 5 calls ``scaled_dot_product_attention(enable_gqa=True)``).
 ``transformers`` is the optional extra ``ortcheck[models]``.
 """
@@ -16,6 +17,7 @@ import importlib.util
 import torch
 
 VOCAB = 64
+IMAGE_SIDE, CLASSES = 8, 4
 INSTALL = "pip install 'ortcheck[models]'  (or: pip install transformers)"
 _DROPOUTS = ("dropout", "attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop",
              "hidden_dropout_prob", "attention_probs_dropout_prob", "dropout_rate", "activation_dropout",
@@ -35,6 +37,16 @@ class Architecture:
     model: str
     sizes: tuple         # config keyword arguments, as (key, value) pairs
     attention: str | None = "eager"  # None: the family's default implementation
+    inputs: str = "tokens"  # "tokens": input_ids and labels; "images": pixel_values and class labels
+
+    def example(self, seed: int, batch: int, length: int) -> dict[str, torch.Tensor]:
+        """The keyword arguments of one training call: the model computes its own loss from ``labels``."""
+        if self.inputs == "images":
+            generator = torch.Generator().manual_seed(seed)
+            pixels = torch.randn(batch, 3, IMAGE_SIDE, IMAGE_SIDE, generator=generator)
+            return {"pixel_values": pixels, "labels": torch.randint(0, CLASSES, (batch,), generator=generator)}
+        ids = token_ids(seed, batch, length)
+        return {"input_ids": ids, "labels": ids}
 
     def build(self, seed: int, use_cache: bool = False) -> torch.nn.Module:
         """``use_cache=False`` as in training: no key/value cache objects among the outputs."""
@@ -79,6 +91,30 @@ ARCHITECTURES = {a.name: a for a in (
                  (("vocab_size", VOCAB), ("hidden_size", 16), ("n_layer", 2), ("n_head", 2))),
     Architecture("falcon", "FalconConfig", "FalconForCausalLM", _decoder(new_decoder_architecture=False)),
     Architecture("phi", "PhiConfig", "PhiForCausalLM", _decoder(intermediate_size=32)),
+    # Each family's default attention from here on.
+    Architecture("qwen3", "Qwen3Config", "Qwen3ForCausalLM",
+                 _decoder(intermediate_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=8), None),
+    Architecture("gemma", "GemmaConfig", "GemmaForCausalLM",
+                 _decoder(intermediate_size=32, num_attention_heads=4, num_key_value_heads=1, head_dim=8), None),
+    Architecture("mixtral", "MixtralConfig", "MixtralForCausalLM",
+                 # experts as a loop over the experts hit (transformers' "eager"): the default grouped
+                 # matmul has no float64 kernel, which the oracle's float64 runs need
+                 _decoder(intermediate_size=32, num_key_value_heads=1, sliding_window=None, num_local_experts=4,
+                          num_experts_per_tok=2, experts_implementation="eager"), None),
+    Architecture("gpt_neox", "GPTNeoXConfig", "GPTNeoXForCausalLM", _decoder(intermediate_size=32, rotary_pct=0.5),
+                 None),
+    Architecture("bart", "BartConfig", "BartForConditionalGeneration",
+                 (("vocab_size", VOCAB), ("d_model", 16), ("encoder_layers", 2), ("decoder_layers", 2),
+                  ("encoder_attention_heads", 2), ("decoder_attention_heads", 2), ("encoder_ffn_dim", 32),
+                  ("decoder_ffn_dim", 32), ("max_position_embeddings", 32)), None),
+    Architecture("roberta", "RobertaConfig", "RobertaForMaskedLM",
+                 _decoder(intermediate_size=32, max_position_embeddings=40), None),
+    Architecture("vit", "ViTConfig", "ViTForImageClassification",
+                 (("hidden_size", 16), ("num_hidden_layers", 2), ("num_attention_heads", 2), ("intermediate_size", 32),
+                  ("image_size", IMAGE_SIDE), ("patch_size", 4), ("num_labels", CLASSES)), None, "images"),
+    Architecture("resnet", "ResNetConfig", "ResNetForImageClassification",
+                 (("embedding_size", 8), ("hidden_sizes", [8, 16]), ("depths", [1, 1]), ("layer_type", "basic"),
+                  ("num_labels", CLASSES)), None, "images"),
 )}
 
 

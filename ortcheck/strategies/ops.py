@@ -229,6 +229,13 @@ def _gather(draw, sh):
 
 
 @st.composite
+def _topk(draw, sh):
+    shape, dim = draw(_with_dim(sh.shape(min_dims=1)))
+    k = draw(st.integers(min(1, shape[dim]), shape[dim]))
+    return (Input(shape),), {"dim": dim, "k": k, "largest": draw(st.booleans())}
+
+
+@st.composite
 def _index_select(draw, sh):
     shape, dim = draw(_with_dim(Shapes("regular").shape(min_dims=1)))
     count = 0 if sh.name == "empty" else draw(st.integers(1, 4))
@@ -464,6 +471,7 @@ OPS: dict[str, Op] = {op.name: op for op in (
     Op("sum", _reduce_call(torch.sum), _reduce),
     Op("mean", _reduce_call(torch.mean), _reduce, ("regular", "scalar")),
     Op("cumsum", lambda x, dim: torch.cumsum(x, dim), _along_dim(), NOT_SCALAR),
+    Op("topk", lambda x, dim, k, largest: torch.topk(x, k, dim, largest=largest).values, _topk, NOT_SCALAR),
     Op("tril", lambda x, diagonal: torch.tril(x, diagonal), _triangle, NOT_SCALAR),
     Op("triu", lambda x, diagonal: torch.triu(x, diagonal), _triangle, NOT_SCALAR),
     Op("cross_entropy", _cross_entropy_call, _cross_entropy, REGULAR),

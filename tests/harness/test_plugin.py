@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from ortcheck.strategies import FEATURES
+
 REPO = Path(__file__).resolve().parents[2]
+ROUNDTRIP_TESTS = len(FEATURES) + 1  # test_roundtrip per feature, and the deep-nesting one
 MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOneUlp", "GradientsOffByOnePermille",
            "ReexportsOnNewSizes", "OneGraphSlot", "WhereGradToWrongBranch", "Segfaults", "Hangs", "RecomputeRedrawsDropout", "RecomputeOverClaims",
            "RecomputeAppliesOneLess", "IgnoresNewMemoryOptions", "NumberBlindSchema", "Bnb4GradOtherCodeBook", "Bnb4WeightGetsZeroGrad",
@@ -138,13 +141,13 @@ def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(p
         reproduction = "none"
     """)
     result = run(project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors", "-rx")
-    result.assert_outcomes(xfailed=5)
+    result.assert_outcomes(xfailed=ROUNDTRIP_TESTS)
     result.stdout.fnmatch_lines(["*manifest entries matching no collected test*", "*test_no_such_property*"])
 
 
 @pytest.mark.parametrize("when, outcomes, summary", [
-    ('{ versions = { pytest = ">=1" } }', {"xfailed": 5}, ["*unflatten returns copies (where: pytest>=1)*"]),
-    ('{ versions = { pytest = "<1" } }', {"failed": 5}, ["*don't hold on this machine*", "*where: pytest<1*"]),
+    ('{ versions = { pytest = ">=1" } }', {"xfailed": ROUNDTRIP_TESTS}, ["*unflatten returns copies (where: pytest>=1)*"]),
+    ('{ versions = { pytest = "<1" } }', {"failed": ROUNDTRIP_TESTS}, ["*don't hold on this machine*", "*where: pytest<1*"]),
 ])
 def test_a_conditional_finding_holds_only_where_its_condition_does(project, when, outcomes, summary):
     _manifest(project, "ClonesTensors", f"""
@@ -197,7 +200,7 @@ def test_required_impl_that_is_unavailable_is_an_error_not_a_skip(project):
         impls.register("missing", Missing)
     """))
     skipped = run(project, "suites/test_io_roundtrip.py", "--impl", "missing", "-rs")
-    skipped.assert_outcomes(skipped=5)
+    skipped.assert_outcomes(skipped=ROUNDTRIP_TESTS)
     skipped.stdout.fnmatch_lines(["*missing unavailable: not installed here*"])
     required = run(project, "suites/test_io_roundtrip.py", "--impl", "missing", "--require-impl", "missing")
     assert required.ret == pytest.ExitCode.USAGE_ERROR

@@ -77,3 +77,11 @@ def test_scatter_nd_by_index_put(harness):
 
     runner = harness.check_gradients(fn, [r(5, 3), r(3, 3), torch.tensor([4, 0, 2])], wrt_args=(0, 1))
     assert "ScatterND" in harness.op_types(runner.graphs.forward)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_values_gradient_goes_back_where_each_value_came_from(largest, harness):
+    """As a mixture-of-experts router uses it: k of the last axis; dims and k kept at other sizes."""
+    x = torch.randn(3, 5, 6, dtype=torch.float64)
+    harness.check_gradients(lambda t: torch.topk(t, 2, dim=-1, largest=largest).values, [x],
+                            more_args=[[torch.randn(2, 4, 6, dtype=torch.float64)]])

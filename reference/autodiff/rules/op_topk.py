@@ -1,0 +1,13 @@
+from reference.autodiff.registry import gradient_rule
+
+
+@gradient_rule("TopK")
+def topk_grad(ctx, node):
+    """The values' gradient back where each value came from (zeros elsewhere); the indices carry
+    none. A mixture-of-experts router differentiates its routing weights through it."""
+    if node.grad(0) is None:
+        return {}
+    data = node.input(0)
+    scattered = ctx.op("ScatterElements", ctx.zeros_like(data), ctx.forward(node.output(1)), node.grad(0),
+                       axis=node.attr("axis"), reduction="add")
+    return {0: scattered}
