@@ -25,6 +25,7 @@ from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
 from ortcheck.impls import Capability
 from ortcheck.profiles import costly
 from ortcheck.strategies.nn_layers import LAYERS, NAMES, Example
+from ortcheck.strategies.nn_layers.drawn import Input, make
 
 pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 
@@ -82,7 +83,11 @@ def check_layer(impl, options, layer: str, drawn: Example, seed: int) -> None:
 
 
 @pytest.mark.parametrize("layer", NAMES)
-def test_layer_matches_eager(impl, options, layer):
+def test_layer_matches_eager(impl, options, layer, manifest_examples):
+    for text in manifest_examples:  # "(Build, (Input, ...), seed)": known failing draws of the implementation
+        build, inputs, seed = eval(text, {"nn": nn, "torch": torch, "make": make, "Input": Input})
+        check_layer(impl, options, layer, Example(build, inputs), seed)
+
     @costly(0.2)
     @given(drawn=LAYERS[layer], seed=SEEDS)
     def drawn_layer(drawn, seed):
