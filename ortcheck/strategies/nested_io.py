@@ -108,14 +108,16 @@ def feature_structures(feature: str, **kwargs) -> st.SearchStrategy:
 
 def feature_exemplar(feature: str) -> list:
     """One structure holding every kind of ``feature`` once (each container around a fresh float
-    tensor that requires grad, each leaf kind's example): suites run it before any drawn example, so
-    a pipeline that mishandles any one kind of the feature fails under every seed."""
+    tensor that requires grad, each leaf kind's example) beside a tensor of its own: suites run it
+    before any drawn example, so a pipeline that mishandles any one kind of the feature, or the
+    tensors beside it, fails under every seed."""
     if feature not in FEATURES:
         raise ValueError(f"unknown feature {feature!r}; valid: {', '.join(FEATURES)}")
     leaf_kinds, container_kinds = FEATURES[feature]
     own = [k for k in container_kinds if _CONTAINERS[k].feature == feature] if feature != CORE else container_kinds
     values = [_LEAVES[k].example for k in leaf_kinds if k != "tensor" and _LEAVES[k].feature == feature]
-    return [*(_CONTAINERS[k].wrap(torch.arange(2.0).requires_grad_()) for k in own), *values]
+    tensor = lambda: torch.arange(2.0).requires_grad_()  # noqa: E731
+    return [tensor(), *(_CONTAINERS[k].wrap(tensor()) for k in own), *values]
 
 
 def _feature_exemplars(feature: str) -> st.SearchStrategy:
