@@ -15,6 +15,8 @@ from ortcheck.report.collector import NOT_APPLICABLE, impl_of
 _UNMATCHED_KEY = pytest.StashKey[list]()
 _INACTIVE_KEY = pytest.StashKey[list]()
 _FINDING_KEY = pytest.StashKey[manifest.Finding]()
+_REPORTED_KEY = pytest.StashKey[set]()
+MAX_WORKER_RESTARTS = 1000
 
 
 def not_applicable(reason: str) -> None:
@@ -54,6 +56,14 @@ def pytest_configure(config):
     if config.ortcheck_device not in DEVICES:
         raise pytest.UsageError(f"--device {config.ortcheck_device!r} is not valid; valid: {', '.join(DEVICES)}")
     config.ortcheck_machine = machine.current(config.ortcheck_device)
+    if getattr(config.option, "maxworkerrestart", "unset") is None:
+        # xdist's default stops replacing crashed workers after 4 per worker and then silently
+        # leaves the rest of their tests unrun; here a crash is a finding, and ORTModule has more
+        # than 8 of them.
+        config.option.maxworkerrestart = str(MAX_WORKER_RESTARTS)
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        config.stash[_REPORTED_KEY] = set()
+        config.pluginmanager.register(_ReportedTests(config.stash[_REPORTED_KEY]), "ortcheck-reported-tests")
     for name in config.getoption("require_impl"):
         reason = impls.get(_known(name)).unavailable_reason()
         if reason:
@@ -181,6 +191,31 @@ def pytest_runtest_call(item):
         return
     with profiles.without_shrinking():
         yield
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    """Under xdist every collected test must have reported: a crash beyond the worker restarts
+    would otherwise end the run green with tests never run."""
+    reported = session.config.stash.get(_REPORTED_KEY, None)
+    if reported is None or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        return
+    missing = session.testscollected - len(reported)
+    if missing > 0:
+        session.config.get_terminal_writer().line(
+            f"ortcheck: {missing} of {session.testscollected} collected tests never reported (crashed workers "
+            f"beyond --max-worker-restart?)", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+class _ReportedTests:
+    """The xdist controller's set of tests that reported (for :func:`pytest_sessionfinish`)."""
+
+    def __init__(self, reported: set):
+        self.reported = reported
+
+    def pytest_runtest_logreport(self, report):
+        self.reported.add(report.nodeid)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -256,3 +256,15 @@ def test_a_negative_time_bound_is_a_usage_error(project):
     result = run(project, "suites/test_io_roundtrip.py", "--impl-timeout", "-1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--impl-timeout must be >= 0 seconds*"])
+
+
+def test_crashes_beyond_the_worker_restarts_fail_the_run_naming_the_tests_never_run(project):
+    """xdist stops replacing crashed workers after --max-worker-restart and leaves their tests unrun;
+    the plugin raises xdist's default (ORTModule crashes more often than it allows) and fails a run
+    in which a collected test never reported."""
+    args = ("suites/test_io_through_module.py", "-k", "distinct or python_outputs", "--impl", "segfaults", "-n", "1")
+    capped = run(project, *args, "--max-worker-restart", "0")
+    assert capped.ret == pytest.ExitCode.TESTS_FAILED
+    capped.stdout.fnmatch_lines(["*ortcheck: 2 of 3 collected tests never reported*"])
+    uncapped = run(project, *args)
+    uncapped.assert_outcomes(failed=3)
