@@ -50,9 +50,12 @@ def _from_sizes(tensor: torch.Tensor) -> bool:
         stack = [torch._C._get_value_trace(tensor).node()]
     except RuntimeError:  # not a value of this trace
         return False
-    reached_a_size = False
+    reached_a_size, seen = False, set()
     while stack:
         node = stack.pop()
+        if node in seen:  # size arithmetic reuses values: visit each node once
+            continue
+        seen.add(node)
         if node.kind() == "aten::size":
             reached_a_size = True  # its input is a tensor whose *values* it does not read
             continue

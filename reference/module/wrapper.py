@@ -198,8 +198,7 @@ class ReferenceModule(torch.nn.Module):
             self._compiled[self.training] = compile_stage.export(self.module, tensors, state)
             self._counters.exports += 1
             if state.sizes is None and self._compiled[self.training].exported.output_schema.holds_python_values:
-                graphs = graphs.recorded(GraphState.of_call(self, tensors, schema, self._device(), self._module_version,
-                                                            memory, size_keyed=True))
+                graphs = graphs.recorded(state.keyed_by_sizes(tensors))
         if transition.build_gradient:
             compile_stage.build(self._compiled[self.training], state, trainable, tensors, self._options)
             self._counters.gradient_builds += 1

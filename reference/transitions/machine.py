@@ -52,9 +52,13 @@ class GraphState:
     def of_call(cls, module, tensors, schema: Schema, device: str, module_version: int = 0,
                 memory_options: tuple = (), size_keyed: bool = False) -> "GraphState":
         """The state a forward of ``module`` on flattened ``tensors`` asks for."""
-        return cls(schema, module.training, device, tuple(t.requires_grad for t in tensors),
-                   tuple(p.requires_grad for _, p in module.named_parameters()), module_version, memory_options,
-                   tuple(tuple(t.shape) for t in tensors) if size_keyed else None)
+        state = cls(schema, module.training, device, tuple(t.requires_grad for t in tensors),
+                    tuple(p.requires_grad for _, p in module.named_parameters()), module_version, memory_options)
+        return state.keyed_by_sizes(tensors) if size_keyed else state
+
+    def keyed_by_sizes(self, tensors) -> "GraphState":
+        """This state, recording the sizes of ``tensors`` too (for a graph that returns Python values)."""
+        return dataclasses.replace(self, sizes=tuple(tuple(t.shape) for t in tensors))
 
 
 @dataclasses.dataclass(frozen=True)
