@@ -2,7 +2,8 @@
 
 ``ortcheck run`` runs the conformance suites through pytest with the ortcheck plugin, prints a
 property x implementation matrix and writes ``report/summary.json`` and ``report/summary.md``
-(with a PNG and CSV per convergence case). ``ortcheck golden update|diff`` manage golden curves.
+(with a PNG and CSV per convergence case). ``ortcheck golden update|diff`` manage golden curves;
+``ortcheck findings`` lists the known findings of the manifests (docs/findings.md).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from ortcheck import golden_cli, impls, profiles
 from ortcheck.impls.base import DEVICES
+from ortcheck.report import findings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--impl-timeout", type=float, default=None, metavar="SECONDS",
                      help="time bound per property that runs implementation code (default: 900 s per 100 examples)")
     golden_cli.add_parser(commands)
+    findings.add_parser(commands)
     return parser
 
 
@@ -46,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         from ortcheck.run import run
 
         return run(args)
+    if args.command == "findings":
+        return findings.run(args)
     return golden_cli.run(args)
 
 
