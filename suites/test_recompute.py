@@ -3,9 +3,8 @@
 The memory optimizer trades stashed activations for recomputation in backward. For transformer
 stacks (``ortcheck.strategies.layer_stacks.transformer_stacks``, dropout on and off), every level,
 and configs drawn from the plans the implementation itself reports:
-- outputs, loss and every gradient are bitwise equal to the same implementation without recompute
-  (and, without dropout, within the float64 oracle of eager): a recompute that draws a new dropout
-  mask, or rounds differently, fails;
+- outputs, loss and every gradient are bitwise equal to the same implementation without recompute:
+  a recompute that draws a new dropout mask, or rounds differently, fails;
 - the plans shown ON are exactly the configured ones, each applied as many times as asked;
   level 1 applies every strategy-1 plan and keeps each transformer layer's input stashed;
 - the bytes kept between forward and backward (the saved tensors themselves) drop by what the
@@ -23,12 +22,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ortcheck.convergence import cases, runner
-from ortcheck.checks import RUNS, assert_bitwise_equal, assert_matches_oracle, input_runs, kept_tensors, module_runs
+from ortcheck.checks import assert_bitwise_equal, kept_tensors
 from ortcheck.convergence.determinism import Determinism, applied
 from ortcheck.impls import Capability
 from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
 from ortcheck.profiles import costly
-from ortcheck.strategies import blocks
 from ortcheck.strategies.blocks import Tokens, TransformerLayer
 from ortcheck.strategies.layer_stacks import LayerStack, stack_example, transformer_stacks
 from ortcheck.strategies.recompute import expected_applied, recompute_configs
@@ -56,17 +54,6 @@ def train_step(module: torch.nn.Module, stack: LayerStack, inputs, seed: int, de
     with applied(Determinism.for_device(device, seed), device), kept_tensors([*module.parameters(), *inputs]) as kept:
         values = stack.step(module, inputs)
     return Step(values, kept.nbytes, kept.tensors)
-
-
-def _has_dropout(stack: LayerStack) -> bool:
-    return any(getattr(block, "dropout", None) or getattr(block, "p", 0) for block in stack.blocks)
-
-
-def _oracle_applies(stack: LayerStack) -> bool:
-    """Eager is an oracle for the stack's values unless it draws dropout masks (onnxruntime draws
-    other ones) or rounds through float16 (a step function: one ulp of difference upstream can move
-    a value by a whole float16 step, which the float64 twin rounds elsewhere)."""
-    return not _has_dropout(stack) and not any(isinstance(block, blocks.HalfStorage) for block in stack.blocks)
 
 
 class Pair:
@@ -135,7 +122,7 @@ def for_canonical_and_drawn(check, canonical=CANONICAL, stack_strategy=None):
         check(impl, options, canonical, 0, _canonical_options(impl, options, canonical, level), level)
 
         @heavy
-        @given(stack=stack_strategy or stacks(), seed=st.integers(0, 2**16), data=st.data())
+        @given(stack=stacks() if stack_strategy is None else stack_strategy, seed=st.integers(0, 2**16), data=st.data())
         def drawn(stack, seed, data):
             check(impl, options, stack, seed, _recompute_options(data.draw, impl, options, stack, seed, level), level)
 
@@ -146,15 +133,13 @@ def for_canonical_and_drawn(check, canonical=CANONICAL, stack_strategy=None):
 
 
 def _no_number_changes(impl, options, stack, seed, recompute, level):
-    """Outputs, loss and gradients bitwise equal to no recompute, and within the oracle where eager is one.
-    With dropout, the same seed must give the same masks: a recomputed Dropout reuses the forward's."""
+    """Outputs, loss and gradients bitwise equal to no recompute. With dropout, the same seed must give
+    the same masks: a recomputed Dropout reuses the forward's. (How close level 0 is to eager is
+    ``test_grad_parity``'s property over the same blocks; checking it again here would fail recompute
+    for a kernel's precision that recompute cannot change.)"""
     pair = Pair(impl, options, stack, seed, **recompute)
     expected, actual = pair.run(pair.baseline), pair.run(pair.variant)
     assert_bitwise_equal(actual.values, expected.values, path=f"{recompute}")
-    if _oracle_applies(stack):
-        modules = module_runs(pair.eager, pair.variant, seed)
-        runs = input_runs(tuple(pair.inputs), seed=seed, device=pair.device)
-        assert_matches_oracle({run: stack.step(modules[run], runs[run]) for run in RUNS}, path="step")
 
 
 def _applied_as_asked(impl, options, stack, seed, recompute, level):
