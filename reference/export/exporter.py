@@ -19,6 +19,7 @@ import torch
 from torch.onnx import _constants
 
 from reference import nested_io
+from reference.export import python_calls
 from reference.export.flat_module import FlatModule
 from reference.export.branches import reshape_shape_only_ifs
 from reference.export.detach import define_stop_gradient
@@ -26,6 +27,7 @@ from reference.export.embeddings import record_embeddings
 from reference.export.errors import ExportError
 from reference.export.simplify import (drop_zero_dropouts, explicit_same_pads, fold_integer_constants,
                                        output_padding_as_pads)
+from reference.export.python_calls import PythonCall
 from reference.export.symbolics import registered as symbolics_registered
 
 
@@ -39,6 +41,7 @@ class ExportedGraph:
     output_names: tuple[str, ...]  # the user's outputs, then the written buffers' new values
     output_schema: nested_io.Schema
     written_buffers: tuple[str, ...] = ()  # keys of the buffers forward writes, as the last outputs
+    python_calls: tuple[PythonCall, ...] = ()  # the Functions its reference.PythonOp nodes call
 
 
 def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], schema: nested_io.Schema,
@@ -52,11 +55,11 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     buffer = io.BytesIO()
     try:
         with torch.no_grad(), warnings.catch_warnings(), _default_dtype(_float_dtypes(module, tensors)), \
-                _buffers_kept(module, flat), symbolics_registered(opset):
+                _buffers_kept(module, flat), symbolics_registered(opset), python_calls.recorded() as calls:
             warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
             # autograd_inlining=False: a custom autograd.Function stays one op, exported by its own
-            # ``symbolic`` or refused by name; inlined, its forward would be traced with today's
-            # non-tensor arguments baked in and its backward silently replaced by autodiff's.
+            # ``symbolic`` or kept as a call back into torch (python_calls); inlined, its forward
+            # would be traced and its backward silently replaced by autodiff's.
             torch.onnx.export(flat, tuple(t.detach() for t in tensors), buffer, dynamo=False, training=mode,
                               do_constant_folding=False, export_params=True, keep_initializers_as_inputs=True,
                               input_names=list(input_names), opset_version=opset, autograd_inlining=False,
@@ -75,7 +78,8 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     reshape_shape_only_ifs(model)
     state_names, state_keys = _lift_state(model, flat)
     output_names = tuple(value.name for value in model.graph.output)
-    return ExportedGraph(model, input_names, state_names, state_keys, output_names, flat.output_schema, flat.written)
+    return ExportedGraph(model, input_names, state_names, state_keys, output_names, flat.output_schema, flat.written,
+                         tuple(calls))
 
 
 @contextlib.contextmanager

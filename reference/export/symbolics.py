@@ -11,6 +11,8 @@
   ONNX does not define (onnxruntime refuses the graph); torch sums those in int64, so we cast first.
 - ``aten::detach``, which the exporter erases: kept as ``reference.StopGradient``
   (:mod:`reference.export.detach`), or gradients would flow through it.
+- ``prim::PythonOp``, a custom autograd.Function without a ``symbolic`` of its own: a call back
+  into torch (:mod:`reference.export.python_calls`).
 - ``aten::copy`` (``tensor.copy_(src)``, what a buffer write in forward usually is; the exporter
   turns it out-of-place and has no symbolic for it): ``src`` cast to the tensor's dtype and
   broadcast to its shape.
@@ -30,6 +32,7 @@ from torch.onnx import symbolic_helper, symbolic_opset11
 
 from reference.export.detach import detach
 from reference.export.layer_symbolics import LAYER_SYMBOLICS
+from reference.export.python_calls import python_op
 
 try:
     from torch.onnx._internal.torchscript_exporter import _type_utils
@@ -109,6 +112,7 @@ def copy(g, x, src, non_blocking=None):
 
 SYMBOLICS = {"aten::diff": (diff, 11), "aten::softplus": (softplus, 9), "aten::gelu": (gelu, 20),
              "aten::cumsum": (cumsum, 11), "aten::copy": (copy, 9), "aten::detach": (detach, 9),
+             "prim::PythonOp": (python_op, 1),
              **LAYER_SYMBOLICS}  # each with the lowest opset its ops exist in
 
 

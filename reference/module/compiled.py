@@ -1,4 +1,7 @@
-"""What one graph state compiles to: the export, the gradient build and their sessions."""
+"""What one graph state compiles to: the export, the gradient build and their sessions.
+
+A graph that calls custom autograd Functions is cut into pieces at export (``pieces``) and runs
+through a :class:`~reference.module.pieces.PieceRunner`; otherwise one runner runs it whole."""
 from __future__ import annotations
 
 import dataclasses
@@ -6,9 +9,11 @@ from typing import Sequence
 
 import torch
 
-from reference import recompute
+from reference import grads, recompute
 from reference.autodiff import GradientGraphs, build_gradient_graphs
-from reference.export import ExportedGraph, export_module
+from reference.export import ExportedGraph, ExportError, export_module
+from reference.export.segments import Piece, split
+from reference.module.pieces import PieceRunner
 from reference.options import Options
 from reference.runtime import TrainingRunner
 from reference.transitions import GraphState
@@ -17,7 +22,8 @@ from reference.transitions import GraphState
 @dataclasses.dataclass
 class Compiled:
     exported: ExportedGraph
-    runner: TrainingRunner | None = None
+    pieces: list[Piece] = dataclasses.field(default_factory=list)  # empty: the graph runs whole
+    runner: TrainingRunner | PieceRunner | None = None
     gradient_graphs: GradientGraphs | None = None  # before the memory optimizer
     sizes: dict[str, int] = dataclasses.field(default_factory=dict)  # dimension sizes of the build's batch
     memory_report: recompute.MemoryReport | None = None
@@ -28,7 +34,15 @@ class Compiled:
 
 
 def export(module: torch.nn.Module, tensors: list[torch.Tensor], state: GraphState) -> Compiled:
-    return Compiled(export_module(module, tensors, state.schema, training=state.training))
+    exported = export_module(module, tensors, state.schema, training=state.training)
+    return Compiled(exported, split(exported.model, exported.python_calls))
+
+
+def run(compiled: Compiled, tensors: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
+    """The graph's outputs for ``tensors`` (one per graph input), gradients wired into autograd."""
+    if isinstance(compiled.runner, PieceRunner):
+        return compiled.runner.run(tensors)
+    return grads.run(compiled.runner, tensors)
 
 
 def build(compiled: Compiled, state: GraphState, trainable_keys: set[str], tensors: Sequence[torch.Tensor],
@@ -36,21 +50,32 @@ def build(compiled: Compiled, state: GraphState, trainable_keys: set[str], tenso
     exported = compiled.exported
     wanted = [name for name, needs in zip(exported.input_names, state.inputs_requiring_grad) if needs]
     wanted += [name for name, key in zip(exported.state_names, exported.state_keys) if key in trainable_keys]
-    graphs = build_gradient_graphs(exported.model, wanted)
-    compiled.gradient_graphs = graphs
+    staged = [name for name, key in zip(exported.state_names, exported.state_keys)
+              if key in trainable_keys] if options.mem_efficient_grad else []
     compiled.sizes = {f"{name}_dim{d}": size for name, t in zip(exported.input_names, tensors)
                       for d, size in enumerate(t.shape)}
     compiled.memory_report = None
+    if compiled.pieces:
+        if options.recomputes:
+            names = ", ".join(dict.fromkeys(call.name for call in exported.python_calls))
+            raise ExportError(f"the memory optimizer (memory_opt_level/memory_opt_config) does not plan across "
+                              f"custom autograd Functions, and this graph calls {names}")
+        compiled.runner = PieceRunner(compiled.pieces, compiled.graph_inputs, exported.output_names, wanted,
+                                      state.device, staged)
+        return
+    graphs = build_gradient_graphs(exported.model, wanted)
+    compiled.gradient_graphs = graphs
     if options.recomputes:
         graphs, compiled.memory_report = recompute.optimize(
             graphs, options.memory_opt_level, options.memory_opt_config, compiled.sizes)
-    staged = [name for name, key in zip(exported.state_names, exported.state_keys)
-              if key in trainable_keys] if options.mem_efficient_grad else []
     compiled.runner = TrainingRunner(graphs, compiled.graph_inputs, state.device, staged)
 
 
 def memory_report(compiled: Compiled) -> recompute.MemoryReport:
-    """The plan table of the built graph (computed on demand when nothing was recomputed)."""
+    """The plan table of the built graph (computed on demand when nothing was recomputed); None
+    for a graph in pieces, which the memory optimizer does not plan."""
+    if compiled.gradient_graphs is None:
+        return None
     if compiled.memory_report is None:
         _, compiled.memory_report = recompute.optimize(compiled.gradient_graphs, 0, (), compiled.sizes)
     return compiled.memory_report

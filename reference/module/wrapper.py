@@ -14,7 +14,7 @@ import warnings
 
 import torch
 
-from reference import grads, nested_io
+from reference import nested_io
 from reference.autodiff import UnsupportedOpError
 from reference.export import ExportError
 from reference.recompute import config as recompute_config
@@ -160,7 +160,7 @@ class ReferenceModule(torch.nn.Module):
                 raise
             return self._fall_back(error, args, kwargs)
         compiled = self._compiled[self.training]
-        outputs = grads.run(compiled.runner, [*tensors, *self._state_tensors(compiled)])
+        outputs = compile_stage.run(compiled, [*tensors, *self._state_tensors(compiled)])
         outputs = self._write_buffers(compiled, list(outputs))
         return nested_io.unflatten(outputs, compiled.exported.output_schema)
 

@@ -8,7 +8,8 @@ import onnx
 import torch
 from onnx import helper
 
-from reference.runtime.stages import plan, reads
+from reference.export.reads import reads
+from reference.runtime.stages import plan
 from reference.runtime.session import Session
 
 

@@ -14,6 +14,8 @@ from typing import Sequence
 
 import onnx
 
+from reference.export.reads import reads
+
 
 @dataclasses.dataclass
 class Stage:
@@ -23,18 +25,6 @@ class Stage:
     delivers: list[str]  # gradients complete once it has run
     drops: list[str]     # values nothing after it reads: freed once it has run
     handed_over: list[str] = dataclasses.field(default_factory=list)  # delivered, read by nothing later
-
-
-def reads(node: onnx.NodeProto) -> list[str]:
-    """Names ``node`` reads, including outer-scope names its subgraphs (If/Loop bodies) read."""
-    names = [name for name in node.input if name]
-    for attribute in node.attribute:
-        for graph in [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs):
-            inner = {v.name for v in graph.input} | {t.name for t in graph.initializer}
-            for inner_node in graph.node:
-                names += [name for name in reads(inner_node) if name not in inner]
-                inner.update(inner_node.output)
-    return names
 
 
 def cut(graph: onnx.GraphProto, delivered: Sequence[str]) -> list[list[onnx.NodeProto]]:
