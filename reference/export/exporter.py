@@ -42,6 +42,12 @@ class ExportedGraph:
     output_schema: nested_io.Schema
     written_buffers: tuple[str, ...] = ()  # keys of the buffers forward writes, as the last outputs
     python_calls: tuple[PythonCall, ...] = ()  # the Functions its reference.PythonOp nodes call
+    unrolled: bool = False  # holds a recurrence unrolled over the traced length
+
+    @property
+    def keyed_by_sizes(self) -> bool:
+        """Right only at the traced input sizes: it returns Python values computed at export, or unrolls."""
+        return self.output_schema.holds_python_values or self.unrolled
 
 
 def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], schema: nested_io.Schema,
@@ -79,7 +85,7 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     state_names, state_keys = _lift_state(model, flat)
     output_names = tuple(value.name for value in model.graph.output)
     return ExportedGraph(model, input_names, state_names, state_keys, output_names, flat.output_schema, flat.written,
-                         tuple(calls))
+                         tuple(calls), flat.unrolled)
 
 
 @contextlib.contextmanager

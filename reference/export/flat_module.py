@@ -8,7 +8,8 @@ returns as Python numbers become graph outputs: :mod:`reference.export.traced_nu
 Buffers forward writes (in place, or by assigning a new tensor) are returned after the outputs, so
 their updated values become graph outputs the wrapper writes back after each call; ``written``
 names them in that order. BatchNorm and InstanceNorm run through :mod:`reference.export.norms`,
-which makes their running-statistic writes visible to the trace.
+which makes their running-statistic writes visible to the trace; RNN, LSTM and GRU through
+:mod:`reference.export.recurrent`, unrolled over the traced length.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import torch
 
 from reference import nested_io
 from reference.export.norms import traceable_norms
+from reference.export.recurrent import unrolled_recurrences
 from reference.export.traced_numbers import marked
 
 
@@ -26,12 +28,14 @@ class FlatModule(torch.nn.Module):
         self.input_schema = input_schema
         self.output_schema: nested_io.Schema | None = None
         self.written: tuple[str, ...] = ()
+        self.unrolled = False  # a recurrence unrolled over the traced length: the graph fits these sizes only
 
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         args, kwargs = nested_io.unflatten(tensors, self.input_schema)
         before = {name: (id(b), b._version) for name, b in self.module.named_buffers()}
-        with traceable_norms(self.module):
+        with traceable_norms(self.module), unrolled_recurrences() as recurrences:
             outputs, self.output_schema = nested_io.flatten(marked(self.module(*args, **kwargs)))
+        self.unrolled = recurrences.used
         after = dict(self.module.named_buffers())
         self.written = tuple(name for name, (identity, version) in before.items()
                              if name in after and (id(after[name]), after[name]._version) != (identity, version))

@@ -191,13 +191,13 @@ class ReferenceModule(torch.nn.Module):
         trainable = {key for key, p in self.module.named_parameters() if p.requires_grad}
         memory = (self._options.memory_opt_level, self._options.memory_opt_config, self._options.mem_efficient_grad)
         built = self._compiled.get(self.training)
-        size_keyed = built is not None and built.exported.output_schema.holds_python_values
+        size_keyed = built is not None and built.exported.keyed_by_sizes
         state = GraphState.of_call(self, tensors, schema, self._device(), self._module_version, memory, size_keyed)
         transition, graphs = self._graphs.step(state, torch.is_grad_enabled())
         if transition.export:
             self._compiled[self.training] = compile_stage.export(self.module, tensors, state)
             self._counters.exports += 1
-            if state.sizes is None and self._compiled[self.training].exported.output_schema.holds_python_values:
+            if state.sizes is None and self._compiled[self.training].exported.keyed_by_sizes:
                 graphs = graphs.recorded(state.keyed_by_sizes(tensors))
         if transition.build_gradient:
             compile_stage.build(self._compiled[self.training], state, trainable, tensors, self._options)

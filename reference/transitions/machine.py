@@ -9,7 +9,8 @@ inputs' schema too).
 
 A graph whose outputs hold Python values (a ``str`` such as ``f"batch{x.shape[0]}"``, a size as an
 ``int``) froze them at export, and they may depend on the input sizes the graph otherwise follows
-dynamically: its state then records the sizes too (``sizes``), and new sizes re-export.
+dynamically; a graph holding a recurrence unrolled over the traced length fits that length only.
+The state of either records the sizes too (``sizes``), and new sizes re-export.
 
 Graphs are cached per mode, like ORTModule's training and inference managers: returning to a mode
 whose graph is still valid reuses it, so alternating train/eval (validation every N steps) costs
@@ -31,7 +32,7 @@ MODULE_CHANGED = "module attribute changed"
 INPUTS_GRAD_CHANGED = "inputs requiring grad changed"
 TRAINABLE_CHANGED = "trainable parameters changed"
 MEMORY_OPTIONS_CHANGED = "memory optimizer options changed"
-SIZES_CHANGED = "input sizes changed (the graph returns Python values)"
+SIZES_CHANGED = "input sizes changed (the graph is keyed by sizes: it returns Python values or unrolls a recurrence)"
 REUSED = "reuse: nothing changed"
 REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, SIZES_CHANGED,
            INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
