@@ -3,7 +3,8 @@
 ``ortcheck run`` runs the conformance suites through pytest with the ortcheck plugin, prints a
 property x implementation matrix and writes ``report/summary.json`` and ``report/summary.md``
 (with a PNG and CSV per convergence case). ``ortcheck golden update|diff`` manage golden curves;
-``ortcheck findings`` lists the known findings of the manifests (docs/findings.md).
+``ortcheck findings`` lists the known findings of the manifests (docs/findings.md);
+``ortcheck report merge`` combines the reports of shards, environments and machines.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from ortcheck import golden_cli, impls, profiles
 from ortcheck.impls.base import DEVICES
-from ortcheck.report import findings
+from ortcheck.report import findings, merge
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,9 +39,21 @@ def build_parser() -> argparse.ArgumentParser:
                      help="hypothesis seed (the dev and nightly profiles draw a random one, which the run prints)")
     run.add_argument("--impl-timeout", type=float, default=None, metavar="SECONDS",
                      help="time bound per property that runs implementation code (default: 900 s per 100 examples)")
+    run.add_argument("--shard", type=shard_spec, default=None, metavar="K/N",
+                     help="run only the K-th of N slices of the selected tests, balanced by the durations recorded "
+                          "in .test_durations (pytest-split); merge the reports with `ortcheck report merge`")
     golden_cli.add_parser(commands)
     findings.add_parser(commands)
+    merge.add_parser(commands)
     return parser
+
+
+def shard_spec(text: str) -> str:
+    """``K/N`` with 1 <= K <= N."""
+    k, slash, n = text.partition("/")
+    if not (slash and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise argparse.ArgumentTypeError(f"--shard wants K/N with 1 <= K <= N (e.g. 2/3), got {text!r}")
+    return f"{int(k)}/{int(n)}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         return run(args)
     if args.command == "findings":
         return findings.run(args)
+    if args.command == "report":
+        return merge.run(args)
     return golden_cli.run(args)
 
 

@@ -55,3 +55,23 @@ def distribution_version(distribution: str) -> str | None:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+@functools.cache
+def cpu_model() -> str:
+    """The CPU's model name from ``/proc/cpuinfo`` ("unknown CPU" where there is none)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown CPU"
+    names = [value.strip() for key, _, value in (line.partition(":") for line in text.splitlines())
+             if key.strip() == "model name"]
+    return names[0] if names else "unknown CPU"
+
+
+def describe(device: str = "cpu") -> str:
+    """One line naming what a verdict or a ratio may depend on: the CPU, its vector extensions,
+    torch's dispatch level, the device."""
+    extensions = [flag for flag in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if flag in cpu_flags()]
+    return (f"{cpu_model()} ({', '.join(extensions) or 'no AVX2'}; torch capability {cpu_capability()}; "
+            f"device {device})")

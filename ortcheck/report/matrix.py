@@ -55,6 +55,10 @@ class ConformanceMatrix:
     def counts(self) -> dict[str, int]:
         return {status: sum(o.status == status for o in self.cells.values()) for status in SEVERITY}
 
+    def counts_by_impl(self) -> dict[str, dict[str, int]]:
+        return {impl: {status: sum(o.status == status for o in self.cells.values() if o.impl == impl)
+                       for status in SEVERITY} for impl in self.impls}
+
     def rows(self) -> list[list[str]]:
         return [[prop] + [self._cell(prop, impl) for impl in self.impls] for prop in self.properties]
 
@@ -73,10 +77,22 @@ class ConformanceMatrix:
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in [header] + self.rows()]
         return "\n".join(lines + [""] + self.notes())
 
-    def to_markdown(self) -> str:
+    def to_markdown(self, grouped: bool = False) -> str:
+        """One table; ``grouped``: one per suite file, under its name, rows named within it."""
         header = ["property"] + self.impls
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += [f"| `{row[0]}` | " + " | ".join(row[1:]) + " |" for row in self.rows()]
+
+        def table(rows: list[list[str]]) -> list[str]:
+            return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                    *(f"| `{row[0]}` | " + " | ".join(row[1:]) + " |" for row in rows)]
+
+        if grouped:
+            suites: dict[str, list[list[str]]] = {}
+            for row in self.rows():
+                suite, _, name = row[0].partition("::")
+                suites.setdefault(suite, []).append([name or suite, *row[1:]])
+            lines = [line for suite, rows in suites.items() for line in (f"### `{suite}`", "", *table(rows), "")]
+        else:
+            lines = table(self.rows())
         notes = [f"- {note}" for note in self.notes()]
         return "\n".join(lines + ([""] + notes if notes else []))
 

@@ -1,0 +1,126 @@
+"""``ortcheck report merge DIR... --out DIR``: one matrix from the reports of several runs.
+
+Each input is a report folder ``ortcheck run`` wrote (``summary.json`` with its raw outcomes):
+shards of one run (``--shard K/N``), the two environments, several machines. The merged matrix
+has a column per implementation and says which environment and machine each column came from.
+Refused, naming the inputs: a folder without a summary, the same shard twice or a shard missing,
+and two runs giving the same test item different outcomes (a verdict that depends on where it
+ran is a finding to record with a machine condition, not something to merge silently).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+
+from ortcheck.report.collector import Outcome
+from ortcheck.report.matrix import ConformanceMatrix
+from ortcheck.report.summary import matrix_of, write_summary
+
+
+class MergeError(ValueError):
+    pass
+
+
+def add_parser(commands) -> None:
+    report = commands.add_parser("report", help="work with written reports")
+    actions = report.add_subparsers(dest="report_command", required=True, metavar="ACTION")
+    merge = actions.add_parser("merge", help="merge report folders (shards, environments, machines) into one")
+    merge.add_argument("inputs", nargs="+", type=Path, metavar="DIR", help="report folders with a summary.json")
+    merge.add_argument("--out", type=Path, required=True, help="folder for the merged summary.md/.json")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        summary = merge(load(args.inputs))
+    except MergeError as error:
+        print(f"ortcheck report merge: {error}")
+        return 2
+    _carry_files(args.out, summary)
+    write_summary(args.out, summary, f"ortcheck report (merged from {len(args.inputs)})")
+    matrix = matrix_of(summary)
+    print(f"merged {len(args.inputs)} report(s) into {args.out / 'summary.md'}: {matrix.counts()}")
+    return 0 if matrix.ok else 1
+
+
+def load(folders: list[Path]) -> list[tuple[Path, dict]]:
+    loaded = []
+    for folder in folders:
+        path = folder / "summary.json"
+        try:
+            summary = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise MergeError(f"{folder}: no summary.json (not a folder `ortcheck run` wrote)") from None
+        except json.JSONDecodeError as error:
+            raise MergeError(f"{path}: not valid JSON: {error}") from None
+        if "outcomes" not in summary:
+            raise MergeError(f"{path}: no raw outcomes (written by an older ortcheck; run it again)")
+        loaded.append((folder, summary))
+    return loaded
+
+
+def merge(loaded: list[tuple[Path, dict]]) -> dict:
+    _check_shards(loaded)
+    seen: dict[tuple[str, str], tuple[Path, Outcome]] = {}
+    for folder, summary in loaded:
+        for raw in summary["outcomes"]:
+            outcome = Outcome(**raw)
+            key = (outcome.property, outcome.impl)
+            if key in seen and seen[key][1].status != outcome.status:
+                other, earlier = seen[key]
+                raise MergeError(f"{outcome.property} ({outcome.impl}) is {earlier.status} in {other} but "
+                                 f"{outcome.status} in {folder}")
+            seen.setdefault(key, (folder, outcome))
+    outcomes = [outcome for _, outcome in seen.values()]
+    matrix = ConformanceMatrix.from_outcomes_by_family(outcomes)
+    columns = {}
+    for folder, summary in loaded:
+        environment = summary["environment"]
+        for impl in {o["impl"] for o in summary["outcomes"]}:
+            columns.setdefault(impl, []).append(_origin(folder, environment))
+    return {"environment": {"merged_from": [str(folder) for folder, _ in loaded]},
+            "columns": {impl: sorted(set(origins)) for impl, origins in sorted(columns.items())},
+            "conformance": matrix.to_json(),
+            "outcomes": [dataclasses.asdict(o) for o in sorted(outcomes, key=lambda o: (o.property, o.impl))],
+            "convergence": [entry for _, s in loaded for entry in s.get("convergence", [])],
+            "memory_plans": [entry for _, s in loaded for entry in s.get("memory_plans", [])]}
+
+
+def _origin(folder: Path, environment: dict) -> str:
+    stack = f"torch {environment.get('torch', '?')}"
+    return f"{stack} on {environment.get('machine', 'an unnamed machine')}"
+
+
+def _check_shards(loaded: list[tuple[Path, dict]]) -> None:
+    """Shards of one run (same implementation selection, same N) must be there once each."""
+    runs: dict[tuple, dict[int, Path]] = {}
+    for folder, summary in loaded:
+        environment = summary["environment"]
+        shard = environment.get("shard")
+        if not shard:
+            continue
+        k, n = map(int, shard.split("/"))
+        run = (environment.get("impl"), environment.get("torch"), environment.get("machine"), n)
+        if k in runs.setdefault(run, {}):
+            raise MergeError(f"shard {shard} twice: {runs[run][k]} and {folder}")
+        runs[run][k] = folder
+    for (impl, torch_version, _, n), shards in runs.items():
+        missing = sorted(set(range(1, n + 1)) - set(shards))
+        if missing:
+            raise MergeError(f"shard(s) {', '.join(f'{k}/{n}' for k in missing)} of the {impl} run on torch "
+                             f"{torch_version} missing (given: {', '.join(str(f) for f in shards.values())})")
+
+
+def _carry_files(out: Path, summary: dict) -> None:
+    """Convergence plots and tables move with the merged report; their paths are rewritten."""
+    out.mkdir(parents=True, exist_ok=True)
+    for entry in summary["convergence"]:
+        for key in ("report_png", "report_csv"):
+            if key in entry and Path(entry[key]).is_file():
+                target = out / "convergence" / Path(entry[key]).name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(entry[key], target)
+                entry[key] = str(target)

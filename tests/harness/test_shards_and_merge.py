@@ -1,0 +1,97 @@
+"""Shards (`ortcheck run --shard K/N`, pytest-split) and `ortcheck report merge`."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ortcheck import cli
+from ortcheck.report import merge
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def ortcheck(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "ortcheck.cli", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def _collected(*args) -> list[str]:
+    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "suites", "--impl", "eager,reference",
+                             "-p", "no:randomly", *args], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    return [line for line in result.stdout.splitlines() if "::" in line]
+
+
+def test_every_test_lands_in_exactly_one_of_three_shards():
+    everything = _collected()
+    shards = [_collected("--splits", "3", "--group", str(k), "--durations-path", str(REPO / ".test_durations"),
+                         "--splitting-algorithm", "least_duration") for k in (1, 2, 3)]
+    assert sum(map(len, shards)) == len(everything)
+    assert sorted(item for shard in shards for item in shard) == sorted(everything)
+    assert all(shards), "a shard came out empty"
+
+
+def test_three_merged_shards_give_the_unsharded_matrix(tmp_path):
+    common = ["run", "--impl", "eager", "-k", "roundtrip", "--profile", "dev", "-n", "0", "--seed", "0"]
+    for k in (1, 2, 3):
+        result = ortcheck(*common, "--shard", f"{k}/3", "--report-dir", str(tmp_path / f"shard{k}"), cwd=tmp_path)
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert ortcheck(*common, "--report-dir", str(tmp_path / "whole"), cwd=tmp_path).returncode == 0
+    merged = ortcheck("report", "merge", *(str(tmp_path / f"shard{k}") for k in (1, 2, 3)), "--out",
+                      str(tmp_path / "merged"), cwd=tmp_path)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    summaries = {name: json.loads((tmp_path / name / "summary.json").read_text()) for name in ("merged", "whole")}
+    assert summaries["merged"]["conformance"] == summaries["whole"]["conformance"]
+    report = (tmp_path / "merged" / "summary.md").read_text()
+    assert report.index("## Counts") < report.index("## Failures") < report.index("### `suites/test_io_roundtrip.py`")
+
+
+def _summary(folder: Path, outcomes, impl="eager", shard=None, torch="2.13.0", machine="CPU A") -> Path:
+    folder.mkdir(parents=True)
+    environment = {"impl": impl, "torch": torch, "machine": machine, "shard": shard}
+    cells = [{"property": p, "impl": i, "status": s, "detail": ""} for p, i, s in outcomes]
+    (folder / "summary.json").write_text(json.dumps({"environment": environment, "outcomes": cells,
+                                                     "conformance": {}, "convergence": [], "memory_plans": []}))
+    return folder
+
+
+def test_two_environments_merge_into_one_matrix_naming_where_each_column_ran(tmp_path):
+    modern = _summary(tmp_path / "modern", [("suites/test_a.py::test_x", "reference", "pass"),
+                                            ("suites/test_a.py::test_x", "eager", "pass")], impl="eager,reference")
+    legacy = _summary(tmp_path / "ort119", [("suites/test_a.py::test_x", "ortmodule", "expected-fail"),
+                                            ("suites/test_a.py::test_x", "eager", "pass")],
+                      impl="ortmodule", torch="2.4.1", machine="CPU B")
+    assert cli.main(["report", "merge", str(modern), str(legacy), "--out", str(tmp_path / "out")]) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["conformance"]["impls"] == ["eager", "ortmodule", "reference"]
+    assert summary["columns"]["ortmodule"] == ["torch 2.4.1 on CPU B"]
+    assert summary["columns"]["eager"] == ["torch 2.13.0 on CPU A", "torch 2.4.1 on CPU B"]
+
+
+@pytest.mark.parametrize("case, message", [
+    ("disagree", "suites/test_a.py::test_x \\(eager\\) is pass in .*one but fail in .*two"),
+    ("twice", "shard 1/2 twice: .*one and .*two"),
+    ("missing", "shard\\(s\\) 2/3, 3/3 of the eager run on torch 2.13.0 missing"),
+    ("no_summary", "nothing: no summary.json"),
+])
+def test_inconsistent_inputs_are_refused_naming_them(tmp_path, case, message):
+    item = "suites/test_a.py::test_x"
+    if case == "disagree":
+        inputs = [_summary(tmp_path / "one", [(item, "eager", "pass")]),
+                  _summary(tmp_path / "two", [(item, "eager", "fail")], machine="CPU B")]
+    elif case == "twice":
+        inputs = [_summary(tmp_path / "one", [(item, "eager", "pass")], shard="1/2"),
+                  _summary(tmp_path / "two", [(item, "eager", "pass")], shard="1/2")]
+    elif case == "missing":
+        inputs = [_summary(tmp_path / "one", [(item, "eager", "pass")], shard="1/3")]
+    else:
+        inputs = [tmp_path / "nothing"]
+    with pytest.raises(merge.MergeError, match=message):
+        merge.merge(merge.load(inputs))
+
+
+@pytest.mark.parametrize("spec", ["0/3", "4/3", "1", "a/b", "1/0"])
+def test_a_malformed_shard_is_refused_by_name(tmp_path, spec):
+    result = ortcheck("run", "--shard", spec, cwd=tmp_path)
+    assert result.returncode == 2 and "--shard wants K/N with 1 <= K <= N" in result.stderr
