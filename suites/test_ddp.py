@@ -6,7 +6,8 @@ Two gloo ranks on CPU (``ortcheck.checks.ddp``), each on its half of every batch
 the float64 oracle against single-process eager SGD on the whole batches (DDP averages the ranks'
 gradients: the gradient of the whole batch's mean loss). A rank that hangs fails within the time
 bound (``TIMEOUT_S``). Under ``--device cuda`` the ranks run over nccl instead, one GPU each (marked
-``gpu``; n/a with fewer GPUs than ranks).
+``gpu``; n/a with fewer GPUs than ranks). Launched by ``torchrun`` (``torchrun --nproc-per-node 2 -m
+pytest suites/test_ddp.py``, any number of nodes), the launched processes are the ranks.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 import torch
 
 from ortcheck.checks import assert_matches_oracle, input_runs, module_runs
-from ortcheck.checks.ddp import DdpRun, train_ddp
+from ortcheck.checks.ddp import DdpRun, launched, train_ddp, world_size
 from ortcheck.delivery_modes import options_in_both_delivery_modes  # noqa: F401 (options, per mode)
 from ortcheck.impls import Capability
 from ortcheck.models.small import mlp_with_unused
@@ -25,7 +26,7 @@ from ortcheck.pytest_plugin import not_applicable
 
 pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 
-WORLD_SIZE = 2
+WORLD_SIZE = world_size(default=2)  # under torchrun, the launch's
 TIMEOUT_S = 180.0
 
 
@@ -43,7 +44,7 @@ def single_process(run: DdpRun, module: torch.nn.Module, run_name: str) -> dict[
 def test_ddp_trains_like_single_process_eager(impl, options, backend, find_unused, micro_batches):
     if (backend == "nccl") != (options.device == "cuda"):
         pytest.skip(f"{backend} runs here with --device {'cuda' if backend == 'nccl' else 'cpu'}")
-    if backend == "nccl" and torch.cuda.device_count() < WORLD_SIZE:
+    if backend == "nccl" and not launched() and torch.cuda.device_count() < WORLD_SIZE:
         not_applicable(f"nccl needs a GPU per rank: {WORLD_SIZE} ranks, {torch.cuda.device_count()} GPUs")
     run = DdpRun(functools.partial(mlp_with_unused, 4, 8, 3, unused=find_unused), width=4, outputs=3,
                  micro_batches=micro_batches, find_unused_parameters=find_unused)

@@ -6,11 +6,18 @@ implementation's bound ``wrap`` with its options): the checks know no implementa
 
 Every rank is time-bounded: a rank that hangs (a collective nobody joins) or dies fails the call
 within ``timeout`` seconds with the ranks killed, never a hung test run.
+
+Launched by ``torchrun`` (torch's elastic launcher: ``RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR`` in the
+environment), the ranks are the launched processes instead, on one node or many: every process
+runs the same tests, joins the launcher's process group (c10d rendezvous, ``env://``) once, runs its
+rank's part in-process, and gets rank 0's result broadcast, so every rank judges the same value.
+The collectives' own timeout bounds a hang there.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import os
 import tempfile
 import time
@@ -65,12 +72,24 @@ def train_ddp(wrap: Callable[[torch.nn.Module], torch.nn.Module], run: DdpRun, d
     return run_ranks(_train_rank, (wrap, device, run), world_size, timeout, label, backend)
 
 
+def launched() -> bool:
+    """Whether this process is one rank of a ``torchrun`` launch."""
+    return all(name in os.environ for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR"))
+
+
+def world_size(default: int) -> int:
+    """The launch's world size under ``torchrun``, else ``default`` (the ranks we spawn ourselves)."""
+    return int(os.environ["WORLD_SIZE"]) if launched() else default
+
+
 def run_ranks(target: Callable, args: tuple, world_size: int, timeout: float, label: str,
               backend: str = "gloo") -> object:
     """``target(rank, world_size, *args)`` in ``world_size`` spawned processes with a process group
     (``backend``; nccl: rank r on cuda:r) and rank 0's return value (tensors and plain data: it
     travels through torch.save). All are killed, and the call
-    fails, if any is not done within ``timeout`` seconds."""
+    fails, if any is not done within ``timeout`` seconds. Under ``torchrun``: in the launched ranks."""
+    if launched():
+        return _in_launched_group(target, args, world_size, timeout, label, backend)
     with tempfile.TemporaryDirectory() as folder:
         result = os.path.join(folder, "result.pt")
         context = mp.start_processes(_rank_main, args=(world_size, os.path.join(folder, "store"), backend, target,
@@ -86,6 +105,21 @@ def run_ranks(target: Callable, args: tuple, world_size: int, timeout: float, la
                 if process.is_alive():
                     process.kill()
         return torch.load(result, weights_only=True)
+
+
+def _in_launched_group(target: Callable, args: tuple, expected: int, timeout: float, label: str,
+                       backend: str) -> object:
+    if not dist.is_initialized():
+        dist.init_process_group(backend, init_method="env://", timeout=datetime.timedelta(seconds=timeout))
+    rank, size = dist.get_rank(), dist.get_world_size()
+    if size != expected:
+        raise ValueError(f"{label}: needs {expected} ranks, torchrun launched {size}")
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
+    box = [target(rank, size, *args)]
+    dist.broadcast_object_list(box, src=0)
+    dist.barrier()
+    return box[0]
 
 
 def _rank_main(rank: int, world_size: int, store: str, backend: str, target: Callable, args: tuple,
