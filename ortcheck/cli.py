@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shard", type=shard_spec, default=None, metavar="K/N",
                      help="run only the K-th of N slices of the selected tests, balanced by the durations recorded "
                           "in .test_durations (pytest-split); merge the reports with `ortcheck report merge`")
+    run.add_argument("--collect-findings", type=Path, default=None, metavar="FILE",
+                     help="write a draft manifest entry for every unexpected failure into FILE (edit, then move "
+                          "it into the implementation's manifest)")
     golden_cli.add_parser(commands)
     findings.add_parser(commands)
     merge.add_parser(commands)

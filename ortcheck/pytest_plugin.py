@@ -11,6 +11,7 @@ from hypothesis import settings
 from ortcheck import impls, machine, manifest, profiles
 from ortcheck.impls import DEVICES, Implementation, Options
 from ortcheck.report.collector import NOT_APPLICABLE, impl_of
+from ortcheck.report.drafts import FindingDrafts
 
 _UNMATCHED_KEY = pytest.StashKey[list]()
 _INACTIVE_KEY = pytest.StashKey[list]()
@@ -37,6 +38,9 @@ def pytest_addoption(parser):
     group.addoption("--golden-dir", default=None, help="convergence: folder of golden files (default: <rootdir>/golden)")
     group.addoption("--convergence-report", default=None, metavar="DIR",
                     help="convergence: write a PNG and a CSV per case and implementation into DIR")
+    group.addoption("--collect-findings", default=None, metavar="FILE",
+                    help="write a draft manifest entry (test glob, first line of the failure, shrunk example) for "
+                         "every unexpected failure into FILE")
     group.addoption("--impl-timeout", type=float, default=None, metavar="SECONDS",
                     help="fail a property that runs implementation code for longer than this (a hang); 0: no bound. "
                          f"Default {profiles.TIMEOUT_PER_100_EXAMPLES:g} s per 100 examples of the hypothesis profile. "
@@ -64,6 +68,8 @@ def pytest_configure(config):
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         config.stash[_REPORTED_KEY] = set()
         config.pluginmanager.register(_ReportedTests(config.stash[_REPORTED_KEY]), "ortcheck-reported-tests")
+    if config.getoption("collect_findings") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(FindingDrafts(config.getoption("collect_findings")), "ortcheck-finding-drafts")
     for name in config.getoption("require_impl"):
         reason = impls.get(_known(name)).unavailable_reason()
         if reason:

@@ -32,6 +32,8 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
         argv += ["--hypothesis-seed", str(args.seed)]
     if args.impl_timeout is not None:
         argv += ["--impl-timeout", str(args.impl_timeout)]
+    if args.collect_findings:
+        argv += ["--collect-findings", str(args.collect_findings)]
     if args.shard:
         group, splits = args.shard.split("/")
         argv += ["--splits", splits, "--group", group, "--splitting-algorithm", "least_duration",

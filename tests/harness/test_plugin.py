@@ -268,3 +268,19 @@ def test_crashes_beyond_the_worker_restarts_fail_the_run_naming_the_tests_never_
     capped.stdout.fnmatch_lines(["*ortcheck: 2 of 3 collected tests never reported*"])
     uncapped = run(project, *args)
     uncapped.assert_outcomes(failed=3)
+
+
+def test_collect_findings_drafts_a_manifest_entry_per_unexpected_failure(project):
+    """The draft is valid manifest TOML whose glob matches the failed test, with the shrunk example."""
+    from ortcheck import manifest
+
+    nodeid = "suites/test_io_roundtrip.py::test_roundtrip[clones_tensors-core]"
+    drafts = project.path / "drafts" / "findings.toml"
+    result = run(project, nodeid, "suites/test_io_roundtrip.py::test_roundtrip[eager-core]", "--impl",
+                 "clones_tensors,eager", "--collect-findings", str(drafts))
+    result.assert_outcomes(failed=1, passed=1)
+    (finding,) = manifest.load(drafts)
+    assert finding.matches(nodeid) and finding.test == "suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]"
+    assert finding.reason.startswith("call: ") and len(finding.reason) > len("call: ")
+    assert "clones_tensors" in drafts.read_text().splitlines()[3]  # grouped under its implementation
+    assert "drawn(" in finding.reproduction or "test_roundtrip" in finding.reproduction
