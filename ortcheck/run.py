@@ -66,4 +66,5 @@ def write_reports(args: argparse.Namespace, matrix: ConformanceMatrix, exit_code
                "convergence": list(convergence), "memory_plans": list(memory_plans)}
     shard = f", shard {args.shard}" if args.shard else ""
     write_summary(args.report_dir, summary, f"ortcheck report ({args.impl}, {args.device}{shard})")
-    print(f"report: {args.report_dir / 'summary.md'}, {args.report_dir / 'summary.json'}")
+    print(f"report: {args.report_dir / 'summary.md'}, {args.report_dir / 'summary.html'}, "
+          f"{args.report_dir / 'summary.json'}")

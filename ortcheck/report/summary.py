@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ortcheck.report import html
 from ortcheck.report.collector import Outcome
 from ortcheck.report.matrix import ConformanceMatrix, write_json
 
@@ -18,8 +19,10 @@ def matrix_of(summary: dict) -> ConformanceMatrix:
 
 
 def write_summary(folder: Path, summary: dict, title: str) -> None:
+    """``summary.json``, ``summary.md`` and the self-contained ``summary.html`` in ``folder``."""
     write_json(folder / "summary.json", summary)
     (folder / "summary.md").write_text(markdown(folder, summary, title))
+    (folder / "summary.html").write_text(html.render(summary, matrix_of(summary), title))
 
 
 def markdown(folder: Path, summary: dict, title: str) -> str:
