@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--suites", type=Path, default=REPO_ROOT / "suites", help="folder of conformance suites")
     run.add_argument("--report-dir", type=Path, default=Path("report"))
     run.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")
+    run.add_argument("-m", dest="markers", default=None, help="only tests matching this pytest -m marker expression")
     run.add_argument("-n", dest="workers", default="auto",
                      help="pytest-xdist worker processes (default auto; 0 runs in this process): a crash or a hang "
                           "in an implementation then fails one property and the run and its report go on")

@@ -26,6 +26,8 @@ def pytest_args(args: argparse.Namespace) -> list[str]:
         argv += ["--nightly"]
     if args.keyword:
         argv += ["-k", args.keyword]
+    if args.markers:
+        argv += ["-m", args.markers]
     if args.workers and args.workers != "0":
         argv += ["-n", args.workers]
     if args.seed is not None:
@@ -59,6 +61,8 @@ def write_reports(args: argparse.Namespace, matrix: ConformanceMatrix, exit_code
 
     environment = {"python": platform.python_version(), "torch": torch.__version__, "device": args.device,
                    "impl": args.impl, "machine": machine.describe(args.device), "shard": args.shard,
+                   "selection": " ".join(f"{flag} {value!r}" for flag, value in (("-k", args.keyword), ("-m", args.markers))
+                                         if value),
                    "pytest_exit_code": int(exit_code),
                    "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     summary = {"environment": environment, "conformance": matrix.to_json(),

@@ -66,8 +66,9 @@ def merge(loaded: list[tuple[Path, dict]]) -> dict:
     _check_shards(loaded)
     seen: dict[tuple[str, str], tuple[Path, Outcome]] = {}
     for folder, summary in loaded:
+        device = summary["environment"].get("device", "cpu")
         for raw in summary["outcomes"]:
-            outcome = Outcome(**raw)
+            outcome = _on_device(Outcome(**raw), device)
             key = (outcome.property, outcome.impl)
             if key in seen and seen[key][1].status != outcome.status:
                 other, earlier = seen[key]
@@ -79,7 +80,7 @@ def merge(loaded: list[tuple[Path, dict]]) -> dict:
     columns = {}
     for folder, summary in loaded:
         environment = summary["environment"]
-        for impl in {o["impl"] for o in summary["outcomes"]}:
+        for impl in {_on_device(Outcome(**o), environment.get("device", "cpu")).impl for o in summary["outcomes"]}:
             columns.setdefault(impl, []).append(_origin(folder, environment))
     return {"environment": {"merged_from": [str(folder) for folder, _ in loaded]},
             "columns": {impl: sorted(set(origins)) for impl, origins in sorted(columns.items())},
@@ -89,13 +90,19 @@ def merge(loaded: list[tuple[Path, dict]]) -> dict:
             "memory_plans": [entry for _, s in loaded for entry in s.get("memory_plans", [])]}
 
 
+def _on_device(outcome: Outcome, device: str) -> Outcome:
+    """Runs on another device than the CPU get columns of their own (``reference@cuda``): the same
+    test on two devices is two cells, not a disagreement."""
+    return outcome if device == "cpu" else dataclasses.replace(outcome, impl=f"{outcome.impl}@{device}")
+
+
 def _origin(folder: Path, environment: dict) -> str:
     stack = f"torch {environment.get('torch', '?')}"
     return f"{stack} on {environment.get('machine', 'an unnamed machine')}"
 
 
 def _check_shards(loaded: list[tuple[Path, dict]]) -> None:
-    """Shards of one run (same implementation selection, same N) must be there once each."""
+    """Shards of one run (same implementations, tests, stack and device, same N) must be there once each."""
     runs: dict[tuple, dict[int, Path]] = {}
     for folder, summary in loaded:
         environment = summary["environment"]
@@ -103,11 +110,13 @@ def _check_shards(loaded: list[tuple[Path, dict]]) -> None:
         if not shard:
             continue
         k, n = map(int, shard.split("/"))
-        run = (environment.get("impl"), environment.get("torch"), environment.get("machine"), n)
+        # one run: the same selection on the same stack; its shards may run on different machines
+        run = (environment.get("impl"), environment.get("torch"), environment.get("selection", ""), n,
+               environment.get("device", "cpu"))
         if k in runs.setdefault(run, {}):
             raise MergeError(f"shard {shard} twice: {runs[run][k]} and {folder}")
         runs[run][k] = folder
-    for (impl, torch_version, _, n), shards in runs.items():
+    for (impl, torch_version, _, n, _), shards in runs.items():
         missing = sorted(set(range(1, n + 1)) - set(shards))
         if missing:
             raise MergeError(f"shard(s) {', '.join(f'{k}/{n}' for k in missing)} of the {impl} run on torch "

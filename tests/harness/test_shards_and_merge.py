@@ -47,9 +47,9 @@ def test_three_merged_shards_give_the_unsharded_matrix(tmp_path):
     assert report.index("## Counts") < report.index("## Failures") < report.index("### `suites/test_io_roundtrip.py`")
 
 
-def _summary(folder: Path, outcomes, impl="eager", shard=None, torch="2.13.0", machine="CPU A") -> Path:
+def _summary(folder: Path, outcomes, impl="eager", shard=None, torch="2.13.0", machine="CPU A", selection="") -> Path:
     folder.mkdir(parents=True)
-    environment = {"impl": impl, "torch": torch, "machine": machine, "shard": shard}
+    environment = {"impl": impl, "torch": torch, "machine": machine, "shard": shard, "selection": selection}
     cells = [{"property": p, "impl": i, "status": s, "detail": ""} for p, i, s in outcomes]
     (folder / "summary.json").write_text(json.dumps({"environment": environment, "outcomes": cells,
                                                      "conformance": {}, "convergence": [], "memory_plans": []}))
@@ -73,6 +73,7 @@ def test_two_environments_merge_into_one_matrix_naming_where_each_column_ran(tmp
     ("disagree", "suites/test_a.py::test_x \\(eager\\) is pass in .*one but fail in .*two"),
     ("twice", "shard 1/2 twice: .*one and .*two"),
     ("missing", "shard\\(s\\) 2/3, 3/3 of the eager run on torch 2.13.0 missing"),
+    ("other_selection", "shard\\(s\\) 2/2 of the eager run on torch 2.13.0 missing"),
     ("no_summary", "nothing: no summary.json"),
 ])
 def test_inconsistent_inputs_are_refused_naming_them(tmp_path, case, message):
@@ -83,6 +84,9 @@ def test_inconsistent_inputs_are_refused_naming_them(tmp_path, case, message):
     elif case == "twice":
         inputs = [_summary(tmp_path / "one", [(item, "eager", "pass")], shard="1/2"),
                   _summary(tmp_path / "two", [(item, "eager", "pass")], shard="1/2")]
+    elif case == "other_selection":  # shard 1 of two different runs, on two machines: both runs lack shard 2
+        inputs = [_summary(tmp_path / "one", [(item, "eager", "pass")], shard="1/2", selection="-k 'a'"),
+                  _summary(tmp_path / "two", [(item, "eager", "pass")], shard="1/2", selection="-k 'b'", machine="B")]
     elif case == "missing":
         inputs = [_summary(tmp_path / "one", [(item, "eager", "pass")], shard="1/3")]
     else:
@@ -95,3 +99,22 @@ def test_inconsistent_inputs_are_refused_naming_them(tmp_path, case, message):
 def test_a_malformed_shard_is_refused_by_name(tmp_path, spec):
     result = ortcheck("run", "--shard", spec, cwd=tmp_path)
     assert result.returncode == 2 and "--shard wants K/N with 1 <= K <= N" in result.stderr
+
+
+def test_shards_of_one_run_may_come_from_different_machines(tmp_path):
+    item = "suites/test_a.py::test_x"
+    inputs = [_summary(tmp_path / "one", [(item, "eager", "pass")], shard="1/2", machine="A"),
+              _summary(tmp_path / "two", [(item + "2", "eager", "pass")], shard="2/2", machine="B")]
+    assert len(merge.merge(merge.load(inputs))["outcomes"]) == 2
+
+
+def test_a_gpu_run_gets_columns_of_its_own(tmp_path):
+    item = "suites/test_convergence.py::test_convergence[mlp]"
+    cpu = _summary(tmp_path / "cpu", [(item, "reference", "pass")])
+    gpu = _summary(tmp_path / "gpu", [(item, "reference", "fail")], machine="GPU box")
+    summary = json.loads((gpu / "summary.json").read_text())
+    summary["environment"]["device"] = "cuda"
+    (gpu / "summary.json").write_text(json.dumps(summary))
+    merged = merge.merge(merge.load([cpu, gpu]))
+    assert merged["conformance"]["impls"] == ["reference", "reference@cuda"]
+    assert merged["columns"]["reference@cuda"] == ["torch 2.13.0 on GPU box"]
