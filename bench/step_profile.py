@@ -9,7 +9,7 @@ autograd overhead. Eager steps are interleaved with the reference's, so noise hi
 ratio depends on the CPU, which is printed first. ``--torch-profiler`` adds one profiled step,
 with the phases as labelled ranges (onnxruntime's kernels are invisible to torch's profiler).
 
-    python bench/profile.py [--steps 5] [--torch-profiler] [--json out.json]
+    python bench/step_profile.py [--steps 5] [--torch-profiler] [--json out.json]
 """
 from __future__ import annotations
 
@@ -24,12 +24,6 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-
-# This file's name shadows the standard library's ``profile``, which cProfile (imported by torch)
-# needs: the script's folder goes to the end of the path, after the standard library, where
-# ``step_time`` is still found.
-if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
-    sys.path.append(sys.path.pop(0))
 
 import torch
 
