@@ -36,6 +36,7 @@ class GradientContext:
         self._shapes: dict[str, str] = {}
         self._renamed: dict[str, str] = {}
         self._exposed: set[str] = set()
+        self._read: set[str] = set()  # inputs of the backward nodes so far (expose asks, once per gradient)
 
     # ---- emitting backward nodes ---------------------------------------------------------------
     def emit(self, op_type: str, inputs: Sequence[str], num_outputs: int = 1, **attrs: Any) -> list[str]:
@@ -43,9 +44,13 @@ class GradientContext:
         node_name = self.names.fresh(base)
         outputs = [self.names.fresh(f"{node_name}_output_{k}") for k in range(num_outputs)]
         node = helper.make_node(op_type, list(inputs), outputs, name=node_name, **attrs)
-        self.nodes.append(node)
+        self._append(node)
         self._produced.update((output, node) for output in outputs)
         return outputs
+
+    def _append(self, node: onnx.NodeProto) -> None:
+        self.nodes.append(node)
+        self._read.update(node.input)
 
     def op(self, op_type: str, *inputs: str, **attrs: Any) -> str:
         """Emit a single-output node and return its output."""
@@ -101,7 +106,7 @@ class GradientContext:
             if name in forward_model.input_names:
                 self.needed_inputs.append(name)
             elif (node := forward_model.constant_node(name)) is not None:
-                self.nodes.append(node)
+                self._append(node)
             elif (tensor := forward_model.initializer(name)) is not None:
                 self.initializers.append(tensor)
             elif (value := forward_model.constant_value(name)) is not None and value.size <= _MAX_COPIED_CONSTANT:
@@ -166,8 +171,8 @@ class GradientContext:
         else reads it (no copy), else add an Identity."""
         value = self._renamed.get(value, value)
         producer = self._produced.get(value)
-        if producer is None or value in self._exposed or any(value in node.input for node in self.nodes):
-            self.nodes.append(helper.make_node("Identity", [value], [name], name=self.names.fresh(f"{name}_identity")))
+        if producer is None or value in self._exposed or value in self._read:
+            self._append(helper.make_node("Identity", [value], [name], name=self.names.fresh(f"{name}_identity")))
         else:
             producer.output[list(producer.output).index(value)] = name
             self._renamed[value] = name

@@ -38,6 +38,10 @@ ALLOW_LIST: dict[str, Recomputable] = {
     "LayerNormalization": Recomputable((0, 1, 2), min_level=1),
     "SimplifiedLayerNormalization": Recomputable((0, 1), min_level=1),
     "MatMul": Recomputable((0, 1), min_level=1),
+    # Not in ORTModule 1.19.2's list: a transpose moves values, so recomputing it changes no bit,
+    # and layer-wise it is most of what stays stashed (attention's head transposes, weight
+    # transposes): docs/architecture.md, "Recompute".
+    "Transpose": Recomputable((0,), min_level=1),
     "FusedMatMul": Recomputable((0, 1), min_level=1),
 }
 
