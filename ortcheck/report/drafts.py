@@ -55,12 +55,12 @@ class FindingDrafts:
             return
         impl = dict(report.user_properties).get("ortcheck_impl") or impl_of(report.nodeid) or "unknown"
         text = report.longreprtext or ""
-        crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", "") or text.strip().splitlines()[-1:]
-        reason = (crash if isinstance(crash, str) else "".join(crash)).strip().splitlines()
+        crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", "")
+        first_line = (crash.strip().splitlines() or text.strip().splitlines()[-1:] or ["failed"])[0]
         example = shrunk_example(text)
         self.drafts.setdefault(impl, []).append({
             "test": glob_of(report.nodeid),
-            "reason": f"{report.when}: {reason[0] if reason else 'failed'}"[:300],
+            "reason": f"{report.when}: {first_line}"[:300],
             "reproduction": example or f"pytest '{report.nodeid}' --impl {impl}"})
 
     def pytest_sessionfinish(self, session) -> None:

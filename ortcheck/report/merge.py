@@ -65,10 +65,12 @@ def load(folders: list[Path]) -> list[tuple[Path, dict]]:
 def merge(loaded: list[tuple[Path, dict]]) -> dict:
     _check_shards(loaded)
     seen: dict[tuple[str, str], tuple[Path, Outcome]] = {}
+    columns: dict[str, set[str]] = {}  # implementation -> where its outcomes ran
     for folder, summary in loaded:
-        device = summary["environment"].get("device", "cpu")
+        environment = summary["environment"]
         for raw in summary["outcomes"]:
-            outcome = _on_device(Outcome(**raw), device)
+            outcome = _on_device(Outcome(**raw), environment.get("device", "cpu"))
+            columns.setdefault(outcome.impl, set()).add(_origin(folder, environment))
             key = (outcome.property, outcome.impl)
             if key in seen and seen[key][1].status != outcome.status:
                 other, earlier = seen[key]
@@ -77,13 +79,8 @@ def merge(loaded: list[tuple[Path, dict]]) -> dict:
             seen.setdefault(key, (folder, outcome))
     outcomes = [outcome for _, outcome in seen.values()]
     matrix = ConformanceMatrix.from_outcomes_by_family(outcomes)
-    columns = {}
-    for folder, summary in loaded:
-        environment = summary["environment"]
-        for impl in {_on_device(Outcome(**o), environment.get("device", "cpu")).impl for o in summary["outcomes"]}:
-            columns.setdefault(impl, []).append(_origin(folder, environment))
     return {"environment": {"merged_from": [str(folder) for folder, _ in loaded]},
-            "columns": {impl: sorted(set(origins)) for impl, origins in sorted(columns.items())},
+            "columns": {impl: sorted(origins) for impl, origins in sorted(columns.items())},
             "conformance": matrix.to_json(),
             "outcomes": [dataclasses.asdict(o) for o in sorted(outcomes, key=lambda o: (o.property, o.impl))],
             "convergence": [entry for _, s in loaded for entry in s.get("convergence", [])],

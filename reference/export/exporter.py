@@ -27,7 +27,6 @@ from reference.export.embeddings import record_embeddings
 from reference.export.errors import ExportError
 from reference.export.simplify import (drop_zero_dropouts, explicit_same_pads, fold_integer_constants,
                                        output_padding_as_pads)
-from reference.export.python_calls import PythonCall
 from reference.export.symbolics import registered as symbolics_registered
 
 
@@ -41,7 +40,7 @@ class ExportedGraph:
     output_names: tuple[str, ...]  # the user's outputs, then the written buffers' new values
     output_schema: nested_io.Schema
     written_buffers: tuple[str, ...] = ()  # keys of the buffers forward writes, as the last outputs
-    python_calls: tuple[PythonCall, ...] = ()  # the Functions its reference.PythonOp nodes call
+    python_calls: tuple[python_calls.PythonCall, ...] = ()  # the Functions its reference.PythonOp nodes call
     unrolled: bool = False  # holds a recurrence unrolled over the traced length
 
     @property

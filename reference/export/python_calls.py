@@ -29,7 +29,6 @@ TENSOR = object()  # placeholder for a tensor argument in PythonCall.arguments
 class PythonCall:
     function: type  # the torch.autograd.Function subclass
     arguments: tuple[Any, ...]  # TENSOR where the node's next input goes, else the traced constant
-    num_outputs: int
 
     @property
     def name(self) -> str:
@@ -69,7 +68,7 @@ def python_op(g, *args, **_attributes):
             arguments.append(TENSOR)
         else:
             arguments.append(arg)
-    calls.append(PythonCall(function, tuple(arguments), node.outputsSize()))
+    calls.append(PythonCall(function, tuple(arguments)))
     outputs = g.op(f"{DOMAIN}::{OP}", *tensors, call_i=len(calls) - 1, name_s=function.__qualname__,
                    outputs=node.outputsSize())
     outputs = outputs if isinstance(outputs, (list, tuple)) else (outputs,)

@@ -74,15 +74,16 @@ def split(model: onnx.ModelProto, calls: Sequence[PythonCall]) -> list[Piece]:
             before.extend(free[name] for name in reads(nodes[0]) if name in free and free[name] not in before)
 
     types = _known_types(model)
-    final = [value.name for value in graph.output]
+    final = {value.name for value in graph.output}
     initializers = {t.name for t in graph.initializer}
+    step_reads = [[name for node in nodes for name in reads(node)] for _, nodes in steps]
+    last_read = {name: index for index, names in enumerate(step_reads) for name in names}
     pieces: list[Piece] = []
     for index, (kind, nodes) in enumerate(steps):
         made = [name for node in nodes for name in node.output if name]
-        read_later = {name for _, later in steps[index + 1:] for node in later for name in reads(node)}
-        outputs = tuple(dict.fromkeys(name for name in made if name in read_later or name in final))
+        outputs = tuple(dict.fromkeys(name for name in made if last_read.get(name, -1) > index or name in final))
         inside = set(made) | initializers
-        inputs = tuple(dict.fromkeys(name for node in nodes for name in reads(node) if name not in inside))
+        inputs = tuple(dict.fromkeys(name for name in step_reads[index] if name not in inside))
         if kind == "call":
             pieces.append(CallPiece(calls[_call_index(nodes[0])], inputs, tuple(nodes[0].output)))
         elif nodes:

@@ -72,10 +72,7 @@ def build(compiled: Compiled, state: GraphState, trainable_keys: set[str], tenso
 
 
 def memory_report(compiled: Compiled) -> recompute.MemoryReport:
-    """The plan table of the built graph (computed on demand when nothing was recomputed); None
-    for a graph in pieces, which the memory optimizer does not plan."""
-    if compiled.gradient_graphs is None:
-        return None
+    """The plan table of the built graph (computed on demand when nothing was recomputed)."""
     if compiled.memory_report is None:
         _, compiled.memory_report = recompute.optimize(compiled.gradient_graphs, 0, (), compiled.sizes)
     return compiled.memory_report

@@ -19,7 +19,7 @@ import torch
 from reference import grads
 from reference.autodiff import build_gradient_graphs
 from reference.autodiff.forward import FLOAT_TYPES
-from reference.export.segments import CallPiece, GraphPiece, Piece
+from reference.export.segments import CallPiece, Piece
 from reference.runtime import TrainingRunner
 
 
@@ -50,10 +50,3 @@ class PieceRunner:
             made = piece.call(*given) if isinstance(piece, CallPiece) else grads.run(runner, given)
             values.update(zip(piece.outputs, made))
         return [values[name] for name in self.output_names]
-
-    @property
-    def calls(self) -> list[str]:
-        return [piece.call.name for piece, _ in self.steps if isinstance(piece, CallPiece)]
-
-
-__all__ = ["GraphPiece", "PieceRunner"]
