@@ -47,7 +47,7 @@ def _rank(rank: int, world_size: int, loss: Callable, model: torch.nn.Module, ba
           options: Options, impl: Implementation, training: TrainingConfig) -> dict:
     device = f"cuda:{rank}" if options.device == "cuda" else "cpu"
     with determinism.applied(settings.with_seed(seed), options.device):
-        # spawn hands every rank the same shared-memory storage: each must train its own copy
+        # the ranks receive the same shared-memory storage: each must train its own copy
         wrapped = impl.wrap(copy.deepcopy(model).to(device).train(), options)
         ddp = torch.nn.parallel.DistributedDataParallel(wrapped)
         shard = [(tuple(_rows(t, rank, world_size) for t in inputs), _rows(target, rank, world_size))
