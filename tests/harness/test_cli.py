@@ -1,19 +1,17 @@
 """`ortcheck run` end to end, and the profile selection it relies on."""
 import json
-import subprocess
-import sys
 
 import pytest
 
 from ortcheck import cli, profiles, run
 
 
-def ortcheck(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "ortcheck.cli", *args], cwd=cwd, capture_output=True, text=True)
+def ortcheck(python, *args, cwd):
+    return python.run("-m", "ortcheck.cli", *args, cwd=cwd)
 
 
-def test_run_prints_the_matrix_and_writes_both_reports(tmp_path):
-    result = ortcheck("run", "--impl", "eager", "-k", "roundtrip", "--profile", "dev", "--report-dir", str(tmp_path), cwd=tmp_path)
+def test_run_prints_the_matrix_and_writes_both_reports(python, tmp_path):
+    result = ortcheck(python, "run", "--impl", "eager", "-k", "roundtrip", "--profile", "dev", "--report-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "ortcheck conformance matrix" in result.stdout
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -24,8 +22,8 @@ def test_run_prints_the_matrix_and_writes_both_reports(tmp_path):
     assert "### `suites/test_io_roundtrip.py`" in report and "| `test_roundtrip[core]` | pass |" in report
 
 
-def test_run_writes_the_memory_optimizer_plan_table(tmp_path):
-    result = ortcheck("run", "--impl", "reference", "-k", "bloom_with_dropout and 1", "--profile", "dev",
+def test_run_writes_the_memory_optimizer_plan_table(python, tmp_path):
+    result = ortcheck(python, "run", "--impl", "reference", "-k", "bloom_with_dropout and 1", "--profile", "dev",
                       "--report-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     summary = (tmp_path / "summary.md").read_text()
@@ -35,8 +33,8 @@ def test_run_writes_the_memory_optimizer_plan_table(tmp_path):
     assert json.loads((tmp_path / "summary.json").read_text())["memory_plans"]
 
 
-def test_run_fails_when_nothing_ran(tmp_path):
-    result = ortcheck("run", "--impl", "eager", "-k", "no_such_property", "--report-dir", str(tmp_path), cwd=tmp_path)
+def test_run_fails_when_nothing_ran(python, tmp_path):
+    result = ortcheck(python, "run", "--impl", "eager", "-k", "no_such_property", "--report-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 1
     assert "no tests ran" in result.stdout
 
@@ -47,8 +45,8 @@ def test_run_fails_when_nothing_ran(tmp_path):
     (["run", "--bogus"], "unrecognized arguments: --bogus"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
 ])
-def test_bad_arguments_name_what_was_wrong(tmp_path, args, message):
-    result = ortcheck(*args, cwd=tmp_path)
+def test_bad_arguments_name_what_was_wrong(python, tmp_path, args, message):
+    result = ortcheck(python, *args, cwd=tmp_path)
     assert result.returncode == 2
     assert message in result.stderr
 

@@ -4,12 +4,11 @@ from partially initialized module") fails here, named with its error. A module w
 optional distribution this environment lacks is skipped naming the distribution, and only when the
 missing module is one of ``OPTIONAL``'s: a missing project module, or any other error, fails.
 
-Each module is imported in a process of its own, forked from a server that has imported the
-third-party libraries only (``PRELOADED``: torch, onnx, onnxruntime, ...) and no project module, so
-the project's import order is fresh every time while torch is imported once per worker, not once
-per module (a fresh interpreter per module cost about 2 s of CPU apiece, 585 s for the lot).
+Each module is imported in a process of its own from the ``python`` fixture (tests/harness/conftest.py:
+forked from a server that imported the third-party libraries and no project module), so the
+project's import order is fresh every time while torch is imported once per worker, not once per
+module (a fresh interpreter per module cost about 2 s of CPU apiece, 585 s for the lot).
 """
-import json
 import os
 import subprocess
 import sys
@@ -32,65 +31,6 @@ except ModuleNotFoundError as error:
 """ % MISSING
 
 
-# Third-party modules the server imports before forking (optional ones where installed).
-PRELOADED = ("torch", "torch.onnx", "numpy", "onnx", "onnx.reference", "onnxruntime", "sympy", "hypothesis",
-             "matplotlib", "onnxruntime.training.ortmodule", "bitsandbytes", "transformers")
-SERVER = """
-import importlib, json, os, sys
-for name in sys.argv[1:]:
-    try:
-        importlib.import_module(name)
-    except Exception:
-        pass  # an optional library this environment lacks
-assert not any(m.split('.')[0] in ('reference', 'ortcheck', 'cycle_probe') for m in sys.modules)
-for line in sys.stdin:
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        try:
-            importlib.import_module(line.strip())
-            outcome = [0, ""]
-        except ModuleNotFoundError as error:
-            outcome = [%d, error.name or ""]
-        except BaseException as error:
-            outcome = [1, f"{type(error).__name__}: {error}"]
-        os.write(write_end, json.dumps(outcome).encode())
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as reader:
-        data = reader.read()
-    os.waitpid(pid, 0)
-    print(data.decode() or json.dumps([1, "the forked import died"]), flush=True)
-""" % MISSING
-
-
-class ImportServer:
-    """``import_alone(module)`` -> (status, detail): 0, MISSING (detail: the missing module) or 1."""
-
-    def __init__(self, cwd: Path = REPO):
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        self.process = subprocess.Popen([sys.executable, "-c", SERVER, *PRELOADED], cwd=cwd, env=env, text=True,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-
-    def import_alone(self, module: str) -> tuple[int, str]:
-        self.process.stdin.write(module + "\n")
-        self.process.stdin.flush()
-        status, detail = json.loads(self.process.stdout.readline())
-        return status, detail
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
-
-
-@pytest.fixture(scope="module")
-def server():
-    started = ImportServer()
-    yield started
-    started.close()
-
-
 def _modules() -> list[str]:
     """Every importable module; ``__main__`` modules are programs (importing one runs it), not modules."""
     found = []
@@ -100,6 +40,14 @@ def _modules() -> list[str]:
             if parts[-1] != "__main__":
                 found.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return found
+
+
+def import_alone(python, module: str, cwd: Path = REPO) -> tuple[int, str]:
+    """(0, ""), (MISSING, the missing module) or (1, the error) for ``import module`` in a fresh process."""
+    result = python.run("-c", PROBE, module, cwd=cwd)
+    if result.returncode in (0, MISSING):
+        return result.returncode, result.stdout.strip()
+    return 1, result.stderr.strip().splitlines()[-1] if result.stderr.strip() else f"exit status {result.returncode}"
 
 
 def _fresh(code: str, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -128,7 +76,7 @@ def test_only_an_optional_distribution_excuses_a_missing_module():
     assert optional_distribution("bitsandbytes_other") is None
 
 
-def test_the_probe_sees_a_cycle(tmp_path):
+def test_the_probe_sees_a_cycle(python, tmp_path):
     """What this file is for: a lower package reaching into an upper one that imports it back (as
     reference.runtime did: its staged module imported grads.stages, and grads imports runtime) works
     when the upper one is imported first and fails alone, not mistaken for a missing module."""
@@ -142,19 +90,16 @@ def test_the_probe_sees_a_cycle(tmp_path):
     result = _fresh(PROBE, "cycle_probe.low", cwd=tmp_path)
     assert result.returncode not in (0, MISSING)
     assert "partially initialized module" in result.stderr
-    server = ImportServer(cwd=tmp_path)  # and the forking server sees it too, each import fresh
-    try:
-        assert server.import_alone("cycle_probe.high") == (0, "")
-        status, detail = server.import_alone("cycle_probe.low")
-        assert status == 1 and "partially initialized module" in detail
-        assert server.import_alone("cycle_probe.nonesuch") == (MISSING, "cycle_probe.nonesuch")
-    finally:
-        server.close()
+    # and the forked processes of the ``python`` fixture see it too, each import fresh
+    assert import_alone(python, "cycle_probe.high", cwd=tmp_path) == (0, "")
+    status, detail = import_alone(python, "cycle_probe.low", cwd=tmp_path)
+    assert status == 1 and "partially initialized module" in detail
+    assert import_alone(python, "cycle_probe.nonesuch", cwd=tmp_path) == (MISSING, "cycle_probe.nonesuch")
 
 
 @pytest.mark.parametrize("module", _modules())
-def test_each_module_imports_alone(module, server):
-    status, detail = server.import_alone(module)
+def test_each_module_imports_alone(module, python):
+    status, detail = import_alone(python, module)
     if status == MISSING:
         dist = optional_distribution(detail)
         if dist is None:

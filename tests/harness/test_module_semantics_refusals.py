@@ -93,23 +93,23 @@ def project(pytester):
     return pytester
 
 
-def run(project, *args):
-    return project.runpytest_subprocess("--hypothesis-profile", "dev", "-n", "0", *args)
+def run(python, project, *args):
+    return python.runpytest(project, "--hypothesis-profile", "dev", "-n", "0", *args)
 
 
-def test_a_declared_refusal_at_the_first_forward_passes(project):
-    run(project, FUNCTIONS, "--impl", "refuses_first").assert_outcomes(passed=5, skipped=5)
+def test_a_declared_refusal_at_the_first_forward_passes(python, project):
+    run(python, project, FUNCTIONS, "--impl", "refuses_first").assert_outcomes(passed=5, skipped=5)
 
 
 @pytest.mark.parametrize("impl_name", ["refuses_later", "refuses_undeclared"])
-def test_a_refusal_after_a_step_or_of_an_undeclared_type_fails(project, impl_name):
-    result = run(project, FUNCTIONS, "--impl", impl_name)
+def test_a_refusal_after_a_step_or_of_an_undeclared_type_fails(python, project, impl_name):
+    result = run(python, project, FUNCTIONS, "--impl", impl_name)
     result.assert_outcomes(failed=5, skipped=5)
     result.stdout.fnmatch_lines(["*autograd.Function refused*"])
 
 
-def test_a_wrapper_whose_keys_dont_load_inside_a_parent_fails(project):
-    result = run(project, f"{SUITE}::test_wrapped_module_inside_a_parent_saves_and_loads_as_eager",
+def test_a_wrapper_whose_keys_dont_load_inside_a_parent_fails(python, project):
+    result = run(python, project, f"{SUITE}::test_wrapped_module_inside_a_parent_saves_and_loads_as_eager",
                  f"{SUITE}::test_copies_train_like_the_original", "--impl", "prefixes_in_parent")
     result.assert_outcomes(failed=1, passed=1, skipped=2)
     result.stdout.fnmatch_lines(["*Missing key(s) in state_dict*inner.module.*"])

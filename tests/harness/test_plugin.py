@@ -34,8 +34,8 @@ def project(pytester):
     return pytester
 
 
-def run(project, *args):
-    return project.runpytest_subprocess("--hypothesis-profile", "dev", *args)
+def run(python, project, *args):
+    return python.runpytest(project, "--hypothesis-profile", "dev", *args)
 
 
 @pytest.mark.parametrize("impl_name, suite, test", [
@@ -61,22 +61,22 @@ def run(project, *args):
     ("writes_grads_around_autograd", "suites/test_ddp.py",
      "test_ddp_trains_like_single_process_eager[default-writes_grads_around_autograd-gloo-all-used-sync]"),
 ])
-def test_each_mutant_is_caught_by_its_property(project, impl_name, suite, test):
-    result = run(project, f"{suite}::{test}", "--impl", impl_name)
+def test_each_mutant_is_caught_by_its_property(python, project, impl_name, suite, test):
+    result = run(python, project, f"{suite}::{test}", "--impl", impl_name)
     result.assert_outcomes(failed=1)
 
 
-def test_a_wrong_where_rule_only_the_op_suite_sees(project):
+def test_a_wrong_where_rule_only_the_op_suite_sees(python, project):
     """Layer stacks use Where only as masked_fill (its Y branch): they pass; the op suite's where fails."""
-    stacks = run(project, "suites/test_grad_parity.py::test_outputs_loss_and_gradients_match_eager",
+    stacks = run(python, project, "suites/test_grad_parity.py::test_outputs_loss_and_gradients_match_eager",
                  "suites/test_op_grads.py::test_op_outputs_and_input_gradients_match_eager[where_wrong_branch-masked_fill-float32-regular]",
                  "--impl", "where_wrong_branch")
     stacks.assert_outcomes(passed=2)
 
 
-def test_a_transition_failure_shrinks_to_a_replayable_script(project):
+def test_a_transition_failure_shrinks_to_a_replayable_script(python, project):
     """Over-exporting mutant: outputs stay right, the counter check fails, the shrunk sequence prints as code."""
-    result = run(project, "suites/test_transitions.py::test_transitions[reexports_on_new_sizes-sizes]",
+    result = run(python, project, "suites/test_transitions.py::test_transitions[reexports_on_new_sizes-sizes]",
                  "--impl", "reexports_on_new_sizes")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
@@ -88,9 +88,9 @@ def test_a_transition_failure_shrinks_to_a_replayable_script(project):
     ])
 
 
-def test_a_reference_with_one_graph_slot_fails_the_independent_contract(project):
+def test_a_reference_with_one_graph_slot_fails_the_independent_contract(python, project):
     """Re-exporting on every train/eval switch: the contract, which shares nothing with reference, says no."""
-    result = run(project, "suites/test_transitions.py::test_transitions[one_graph_slot-modes]",
+    result = run(python, project, "suites/test_transitions.py::test_transitions[one_graph_slot-modes]",
                  "--impl", "one_graph_slot")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*exports: observed *, the transition contract predicts *"])
@@ -113,10 +113,10 @@ def test_a_wrong_prediction_fails_the_counter_check():
         scenario.apply(Forward(rank=3))
 
 
-def test_eager_passes_in_a_project_that_registers_the_mutants(project):
+def test_eager_passes_in_a_project_that_registers_the_mutants(python, project):
     """The mutants' registration leaves the real implementations alone. (Every suite against eager
     is the test command's own job: running them all again here took 4 of its 15 minutes.)"""
-    result = run(project, "suites/test_io_roundtrip.py", "suites/test_io_schema.py", "--impl", "eager")
+    result = run(python, project, "suites/test_io_roundtrip.py", "suites/test_io_schema.py", "--impl", "eager")
     assert result.ret == 0
     assert result.parseoutcomes()["passed"] >= 5
 
@@ -130,7 +130,7 @@ def _manifest(project, impl_class, body):
     """))
 
 
-def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(project):
+def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(python, project):
     _manifest(project, "ClonesTensors", """
         [[finding]]
         test = "suites/test_io_roundtrip.py::test_roundtrip*"
@@ -142,7 +142,7 @@ def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(p
         reason = "stale"
         reproduction = "none"
     """)
-    result = run(project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors", "-rx")
+    result = run(python, project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors", "-rx")
     result.assert_outcomes(xfailed=ROUNDTRIP_TESTS)
     result.stdout.fnmatch_lines(["*manifest entries matching no collected test*", "*test_no_such_property*"])
 
@@ -151,7 +151,7 @@ def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(p
     ('{ versions = { pytest = ">=1" } }', {"xfailed": ROUNDTRIP_TESTS}, ["*unflatten returns copies (where: pytest>=1)*"]),
     ('{ versions = { pytest = "<1" } }', {"failed": ROUNDTRIP_TESTS}, ["*don't hold on this machine*", "*where: pytest<1*"]),
 ])
-def test_a_conditional_finding_holds_only_where_its_condition_does(project, when, outcomes, summary):
+def test_a_conditional_finding_holds_only_where_its_condition_does(python, project, when, outcomes, summary):
     _manifest(project, "ClonesTensors", f"""
         [[finding]]
         test = "suites/test_io_roundtrip.py::test_roundtrip*"
@@ -159,41 +159,41 @@ def test_a_conditional_finding_holds_only_where_its_condition_does(project, when
         reason = "unflatten returns copies"
         reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
     """)
-    result = run(project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors", "-rx")
+    result = run(python, project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors", "-rx")
     result.assert_outcomes(**outcomes)
     result.stdout.fnmatch_lines(summary)
 
 
-def test_unexpected_pass_of_a_manifest_entry_fails_the_run(project):
+def test_unexpected_pass_of_a_manifest_entry_fails_the_run(python, project):
     _manifest(project, "ClonesTensors", """
         [[finding]]
         test = "suites/test_io_schema.py::test_sizes_do_not_change_schema[[]clones_tensors-core]"
         reason = "claimed, but not true"
         reproduction = "none"
     """)
-    result = run(project, "suites/test_io_schema.py::test_sizes_do_not_change_schema[clones_tensors-core]", "--impl", "clones_tensors")
+    result = run(python, project, "suites/test_io_schema.py::test_sizes_do_not_change_schema[clones_tensors-core]", "--impl", "clones_tensors")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*XPASS(strict)*"])
 
 
-def test_malformed_manifest_is_a_clear_error(project):
+def test_malformed_manifest_is_a_clear_error(python, project):
     _manifest(project, "ClonesTensors", """
         [[finding]]
         test = "suites/*"
         reason = "no reproduction given"
     """)
-    result = run(project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors")
+    result = run(python, project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors")
     assert result.ret != 0
     assert "missing ['reproduction']" in result.stdout.str() + result.stderr.str()
 
 
-def test_unknown_impl_lists_the_valid_ones(project):
-    result = run(project, "suites", "--impl", "nonesuch")
+def test_unknown_impl_lists_the_valid_ones(python, project):
+    result = run(python, project, "suites", "--impl", "nonesuch")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unknown implementation 'nonesuch'; valid: eager, reference, ortmodule*"])
 
 
-def test_required_impl_that_is_unavailable_is_an_error_not_a_skip(project):
+def test_required_impl_that_is_unavailable_is_an_error_not_a_skip(python, project):
     project.makeconftest(project.path.joinpath("conftest.py").read_text() + textwrap.dedent("""
         class Missing(mutants.ClonesTensors):
             name = "missing"
@@ -201,38 +201,38 @@ def test_required_impl_that_is_unavailable_is_an_error_not_a_skip(project):
                 return "not installed here"
         impls.register("missing", Missing)
     """))
-    skipped = run(project, "suites/test_io_roundtrip.py", "--impl", "missing", "-rs")
+    skipped = run(python, project, "suites/test_io_roundtrip.py", "--impl", "missing", "-rs")
     skipped.assert_outcomes(skipped=ROUNDTRIP_TESTS)
     skipped.stdout.fnmatch_lines(["*missing unavailable: not installed here*"])
-    required = run(project, "suites/test_io_roundtrip.py", "--impl", "missing", "--require-impl", "missing")
+    required = run(python, project, "suites/test_io_roundtrip.py", "--impl", "missing", "--require-impl", "missing")
     assert required.ret == pytest.ExitCode.USAGE_ERROR
 
 
-def test_unknown_device_is_a_usage_error(project):
-    result = run(project, "suites", "--device", "tpu")
+def test_unknown_device_is_a_usage_error(python, project):
+    result = run(python, project, "suites", "--device", "tpu")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--device 'tpu' is not valid; valid: cpu, cuda*"])
 
 
-def test_update_goldens_writes_then_the_next_run_compares_against_them(project, tmp_path):
+def test_update_goldens_writes_then_the_next_run_compares_against_them(python, project, tmp_path):
     golden_dir = tmp_path / "goldens"
     args = ("suites/test_convergence.py", "-k", "mlp", "--impl", "eager", "--golden-dir", str(golden_dir))
-    missing = run(project, *args)
+    missing = run(python, project, *args)
     missing.assert_outcomes(failed=1)
     missing.stdout.fnmatch_lines(["*no golden file (record one with --update-goldens*"])
-    run(project, *args, "--update-goldens").assert_outcomes(passed=1)
+    run(python, project, *args, "--update-goldens").assert_outcomes(passed=1)
     assert (golden_dir / "mlp" / "eager-cpu-float32.json").is_file()
-    run(project, *args).assert_outcomes(passed=1)
+    run(python, project, *args).assert_outcomes(passed=1)
 
 
-def test_the_large_convergence_case_runs_only_nightly(project):
-    result = run(project, "suites/test_convergence.py", "-k", "large", "--impl", "eager", "-rs")
+def test_the_large_convergence_case_runs_only_nightly(python, project):
+    result = run(python, project, "suites/test_convergence.py", "-k", "large", "--impl", "eager", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*nightly test: run with --nightly*"])
 
 
-def test_a_crash_and_a_hang_each_fail_one_property_and_the_run_goes_on(project):
-    result = run(project, "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct",
+def test_a_crash_and_a_hang_each_fail_one_property_and_the_run_goes_on(python, project):
+    result = run(python, project, "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct",
                  "--impl", "segfaults,hangs,eager", "-n", "2", "--impl-timeout", "10")
     result.assert_outcomes(passed=1, failed=2)
     output = result.stdout.str() + result.stderr.str()
@@ -241,44 +241,44 @@ def test_a_crash_and_a_hang_each_fail_one_property_and_the_run_goes_on(project):
     # ``hangs`` sleeps an hour in wrap: that the run finished at all is the time bound at work.
 
 
-def test_a_crash_the_manifest_expects_is_an_expected_failure(project):
+def test_a_crash_the_manifest_expects_is_an_expected_failure(python, project):
     _manifest(project, "Segfaults", """
         [[finding]]
         test = "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct[[]segfaults]"
         reason = "dies in wrap"
         reproduction = "impls.get('segfaults').wrap(module)"
     """)
-    result = run(project, "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct",
+    result = run(python, project, "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct",
                  "--impl", "segfaults", "-n", "1", "-rx")
     result.assert_outcomes(xfailed=1)
     result.stdout.fnmatch_lines(["*dies in wrap (the worker crashed)*"])
 
 
-def test_a_negative_time_bound_is_a_usage_error(project):
-    result = run(project, "suites/test_io_roundtrip.py", "--impl-timeout", "-1")
+def test_a_negative_time_bound_is_a_usage_error(python, project):
+    result = run(python, project, "suites/test_io_roundtrip.py", "--impl-timeout", "-1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--impl-timeout must be >= 0 seconds*"])
 
 
-def test_crashes_beyond_the_worker_restarts_fail_the_run_naming_the_tests_never_run(project):
+def test_crashes_beyond_the_worker_restarts_fail_the_run_naming_the_tests_never_run(python, project):
     """xdist stops replacing crashed workers after --max-worker-restart and leaves their tests unrun;
     the plugin raises xdist's default (ORTModule crashes more often than it allows) and fails a run
     in which a collected test never reported."""
     args = ("suites/test_io_through_module.py", "-k", "distinct or python_outputs", "--impl", "segfaults", "-n", "1")
-    capped = run(project, *args, "--max-worker-restart", "0")
+    capped = run(python, project, *args, "--max-worker-restart", "0")
     assert capped.ret == pytest.ExitCode.TESTS_FAILED
     capped.stdout.fnmatch_lines(["*ortcheck: 2 of 3 collected tests never reported*"])
-    uncapped = run(project, *args)
+    uncapped = run(python, project, *args)
     uncapped.assert_outcomes(failed=3)
 
 
-def test_collect_findings_drafts_a_manifest_entry_per_unexpected_failure(project):
+def test_collect_findings_drafts_a_manifest_entry_per_unexpected_failure(python, project):
     """The draft is valid manifest TOML whose glob matches the failed test, with the shrunk example."""
     from ortcheck import manifest
 
     nodeid = "suites/test_io_roundtrip.py::test_roundtrip[clones_tensors-core]"
     drafts = project.path / "drafts" / "findings.toml"
-    result = run(project, nodeid, "suites/test_io_roundtrip.py::test_roundtrip[eager-core]", "--impl",
+    result = run(python, project, nodeid, "suites/test_io_roundtrip.py::test_roundtrip[eager-core]", "--impl",
                  "clones_tensors,eager", "--collect-findings", str(drafts))
     result.assert_outcomes(failed=1, passed=1)
     (finding,) = manifest.load(drafts)

@@ -1,7 +1,5 @@
 """Shards (`ortcheck run --shard K/N`, pytest-split) and `ortcheck report merge`."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,33 +10,33 @@ from ortcheck.report import merge
 REPO = Path(__file__).resolve().parents[2]
 
 
-def ortcheck(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "ortcheck.cli", *args], cwd=cwd, capture_output=True, text=True)
+def ortcheck(python, *args, cwd):
+    return python.run("-m", "ortcheck.cli", *args, cwd=cwd)
 
 
-def _collected(*args) -> list[str]:
-    result = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "suites", "--impl", "eager,reference",
-                             "-p", "no:randomly", *args], cwd=REPO, capture_output=True, text=True)
+def _collected(python, *args) -> list[str]:
+    result = python.run("-m", "pytest", "--collect-only", "-q", "suites", "--impl", "eager,reference", "-p", "no:randomly",
+                        *args, cwd=REPO)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     return [line for line in result.stdout.splitlines() if "::" in line]
 
 
-def test_every_test_lands_in_exactly_one_of_three_shards():
-    everything = _collected()
-    shards = [_collected("--splits", "3", "--group", str(k), "--durations-path", str(REPO / ".test_durations"),
+def test_every_test_lands_in_exactly_one_of_three_shards(python):
+    everything = _collected(python)
+    shards = [_collected(python, "--splits", "3", "--group", str(k), "--durations-path", str(REPO / ".test_durations"),
                          "--splitting-algorithm", "least_duration") for k in (1, 2, 3)]
     assert sum(map(len, shards)) == len(everything)
     assert sorted(item for shard in shards for item in shard) == sorted(everything)
     assert all(shards), "a shard came out empty"
 
 
-def test_three_merged_shards_give_the_unsharded_matrix(tmp_path):
+def test_three_merged_shards_give_the_unsharded_matrix(python, tmp_path):
     common = ["run", "--impl", "eager", "-k", "roundtrip", "--profile", "dev", "-n", "0", "--seed", "0"]
     for k in (1, 2, 3):
-        result = ortcheck(*common, "--shard", f"{k}/3", "--report-dir", str(tmp_path / f"shard{k}"), cwd=tmp_path)
+        result = ortcheck(python, *common, "--shard", f"{k}/3", "--report-dir", str(tmp_path / f"shard{k}"), cwd=tmp_path)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert ortcheck(*common, "--report-dir", str(tmp_path / "whole"), cwd=tmp_path).returncode == 0
-    merged = ortcheck("report", "merge", *(str(tmp_path / f"shard{k}") for k in (1, 2, 3)), "--out",
+    assert ortcheck(python, *common, "--report-dir", str(tmp_path / "whole"), cwd=tmp_path).returncode == 0
+    merged = ortcheck(python, "report", "merge", *(str(tmp_path / f"shard{k}") for k in (1, 2, 3)), "--out",
                       str(tmp_path / "merged"), cwd=tmp_path)
     assert merged.returncode == 0, merged.stdout + merged.stderr
     summaries = {name: json.loads((tmp_path / name / "summary.json").read_text()) for name in ("merged", "whole")}
@@ -96,8 +94,8 @@ def test_inconsistent_inputs_are_refused_naming_them(tmp_path, case, message):
 
 
 @pytest.mark.parametrize("spec", ["0/3", "4/3", "1", "a/b", "1/0"])
-def test_a_malformed_shard_is_refused_by_name(tmp_path, spec):
-    result = ortcheck("run", "--shard", spec, cwd=tmp_path)
+def test_a_malformed_shard_is_refused_by_name(python, tmp_path, spec):
+    result = ortcheck(python, "run", "--shard", spec, cwd=tmp_path)
     assert result.returncode == 2 and "--shard wants K/N with 1 <= K <= N" in result.stderr
 
 
