@@ -9,6 +9,7 @@ import pytest
 from hypothesis import settings
 
 from ortcheck import impls, machine, manifest, profiles
+from ortcheck.fpenv import SubnormalsOn
 from ortcheck.heap import FrozenHeap
 from ortcheck.impls import DEVICES, Implementation, Options
 from ortcheck.report.collector import NOT_APPLICABLE, impl_of
@@ -70,6 +71,7 @@ def pytest_configure(config):
         config.stash[_REPORTED_KEY] = set()
         config.pluginmanager.register(_ReportedTests(config.stash[_REPORTED_KEY]), "ortcheck-reported-tests")
     config.pluginmanager.register(FrozenHeap(), "ortcheck-frozen-heap")  # ORTModule's gc.collect per export
+    config.pluginmanager.register(SubnormalsOn(), "ortcheck-subnormals-on")  # -ffast-math libraries loaded by a test
     if config.getoption("collect_findings") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(FindingDrafts(config.getoption("collect_findings")), "ortcheck-finding-drafts")
     for name in config.getoption("require_impl"):
