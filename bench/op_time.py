@@ -33,6 +33,7 @@ from ortcheck import impls
 from ortcheck.impls import Options
 from ortcheck.models.bloom import build_bloom, example_input_ids
 import reference.runtime.session as session_module
+from reference.runtime.runner import TrainingRunner
 
 MATMULS = {"MatMul", "Gemm", "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
 
@@ -57,11 +58,12 @@ def reference_kernels(steps: int, folder: str) -> tuple[dict[str, Counter], Coun
         session_module.session_options = plain
     with warnings.catch_warnings():  # isinstance on every live object touches deprecated torch aliases
         warnings.simplefilter("ignore")
-        sessions = [obj for obj in gc.get_objects() if isinstance(obj, session_module.Session)]
-    files = sorted(s._session.end_profiling() for s in sessions)
+        (runner,) = [obj for obj in gc.get_objects() if isinstance(obj, TrainingRunner)]
     per_session, shapes = {}, Counter()
-    for name, path in zip(("forward", "backward"), files):  # created in this order
-        events = json.load(open(path))
+    for name, session in (("forward", runner.forward_session), ("backward", runner.backward_session)):
+        path = session._session.end_profiling()
+        with open(path) as handle:
+            events = json.load(handle)
         runs = [e for e in events if e.get("name") == "model_run"][-steps:]
         start = runs[0]["ts"]
         totals = Counter()
