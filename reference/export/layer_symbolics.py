@@ -53,11 +53,18 @@ def _reduce(g, loss, reduction: int):
 
 @symbolic_helper.parse_args("v", "v", "v", "v")
 def bilinear(g, x1, x2, weight, bias):
-    """``y[..., o] = Σ_ij x1[..., i] W[o, i, j] x2[..., j] + b[o]``: ``[..., 1, 1, I] @ [O, I, J]`` then
-    ``@ [..., 1, J, 1]``."""
-    left = g.op("Unsqueeze", x1, _ints(g, -2, -3))
-    right = g.op("Unsqueeze", x2, _ints(g, -1, -3))
-    y = g.op("Squeeze", g.op("MatMul", g.op("MatMul", left, weight), right), _ints(g, -2, -1))
+    """``y[..., o] = Σ_j (Σ_i x1[..., i] W[o, i, j]) x2[..., j] + b[o]``, contracting ``i`` first as
+    eager's ``_trilinear`` does, over the batch flattened to ``N``: ``[N, I] @ [I, O·J]``, then
+    ``[N, O, J] @ [N, J, 1]``. Every product has equal batch dimensions or a 2-D operand:
+    onnxruntime's CUDA MatMul got ``[..., 1, 1, I] @ [O, I, J]`` (both operands broadcast) wrong."""
+    out_features, in1, in2 = (symbolic_helper._get_tensor_dim_size(weight, axis) for axis in range(3))
+    shape = g.op("Shape", x1)
+    lead = g.op("Slice", shape, _ints(g, 0), _ints(g, -1))
+    left = g.op("Reshape", x1, _ints(g, -1, in1))
+    flat_weight = g.op("Reshape", g.op("Transpose", weight, perm_i=[1, 0, 2]), _ints(g, in1, out_features * in2))
+    partial = g.op("Reshape", g.op("MatMul", left, flat_weight), _ints(g, -1, out_features, in2))
+    right = g.op("Reshape", x2, _ints(g, -1, in2, 1))
+    y = g.op("Reshape", g.op("MatMul", partial, right), g.op("Concat", lead, _ints(g, out_features), axis_i=0))
     return y if symbolic_helper._is_none(bias) else g.op("Add", y, bias)
 
 
