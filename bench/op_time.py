@@ -61,7 +61,7 @@ def reference_kernels(steps: int, folder: str) -> tuple[dict[str, Counter], Coun
         (runner,) = [obj for obj in gc.get_objects() if isinstance(obj, TrainingRunner)]
     per_session, shapes = {}, Counter()
     for name, session in (("forward", runner.forward_session), ("backward", runner.backward_session)):
-        path = session._session.end_profiling()
+        path = session.inference_session.end_profiling()
         with open(path) as handle:
             events = json.load(handle)
         runs = [e for e in events if e.get("name") == "model_run"][-steps:]

@@ -117,8 +117,9 @@ def instrument(phases: Phases) -> None:
     run = phases.timed("session run {dir}", session.Session.run)
 
     def session_run(self, inputs):
-        if not isinstance(self._session._sess, _TimedSess):
-            self._session._sess = _TimedSess(self._session._sess, phases)
+        live = self.inference_session
+        if not isinstance(live._sess, _TimedSess):
+            live._sess = _TimedSess(live._sess, phases)
         return run(self, inputs)
 
     session.Session.run = session_run

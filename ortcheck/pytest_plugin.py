@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from ortcheck import impls, machine, manifest, profiles
+from ortcheck import impls, machine, manifest, profiles, threadbudget
 from ortcheck.fpenv import SubnormalsOn
 from ortcheck.heap import FrozenHeap
 from ortcheck.impls import DEVICES, Implementation, Options
@@ -62,6 +62,8 @@ def pytest_configure(config):
     if config.ortcheck_device not in DEVICES:
         raise pytest.UsageError(f"--device {config.ortcheck_device!r} is not valid; valid: {', '.join(DEVICES)}")
     config.ortcheck_machine = machine.current(config.ortcheck_device)
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    config.ortcheck_threads = threadbudget.apply(workers)  # before any session sizes its pool from torch's
     if getattr(config.option, "maxworkerrestart", "unset") is None:
         # xdist's default stops replacing crashed workers after 4 per worker and then silently
         # leaves the rest of their tests unrun; here a crash is a finding, and ORTModule has more

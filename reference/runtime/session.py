@@ -1,6 +1,12 @@
-"""One onnxruntime session over one graph, fed and read as torch tensors."""
+"""One onnxruntime session over one graph, fed and read as torch tensors.
+
+The onnxruntime session itself lives in :mod:`reference.runtime.pool` (a bounded number per
+process), on the process's thread budget (:mod:`reference.runtime.threads`) and, on CUDA, on torch's
+stream and numbers (:mod:`reference.runtime.cuda`).
+"""
 from __future__ import annotations
 
+import itertools
 from typing import Sequence
 
 import onnx
@@ -8,20 +14,19 @@ import onnxruntime as ort
 import torch
 from onnxruntime.capi import _pybind_state as C
 
+from reference.runtime import cuda, pool, threads
 from reference.runtime.tensors import from_ort, to_ort
 
-_PROVIDERS = {"cpu": ["CPUExecutionProvider"], "cuda": ["CUDAExecutionProvider", "CPUExecutionProvider"]}
+_PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+_owners = itertools.count()
 
 
 def session_options(arena: bool = True) -> ort.SessionOptions:
     """``arena=False``: memory goes back to the allocator when a run frees it, instead of staying
     in a per-session pool; for the many small sessions of a staged backward (``reference.grads``),
     where per-session pools would each keep their own high-water mark."""
-    options = ort.SessionOptions()
+    options = threads.configure(ort.SessionOptions())
     options.enable_cpu_mem_arena = arena
-    # Same thread budget as torch, so eager-vs-pipeline comparisons are like for like.
-    options.intra_op_num_threads = torch.get_num_threads()
-    options.inter_op_num_threads = 1
     # onnxruntime's pool spins between runs by default; torch's threads (loss, optimizer, autograd)
     # then fight it for the cores. Measured on 2 cores: 1.12-1.20x eager spinning, 0.70-0.75x not.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -40,13 +45,42 @@ class Session:
         if device not in _PROVIDERS:
             raise ValueError(f"unknown device {device!r}; valid: {', '.join(_PROVIDERS)}")
         self.device = torch.device(device)
-        self._session = ort.InferenceSession(model.SerializeToString(), session_options(arena), providers=_PROVIDERS[device])
-        self.input_names = [value.name for value in self._session.get_inputs()]
-        self.output_names = [value.name for value in self._session.get_outputs()]
-        self.output_types = [value.type for value in self._session.get_outputs()]  # "tensor(float)", ...
-        ort_device = C.OrtDevice(C.OrtDevice.cuda() if device == "cuda" else C.OrtDevice.cpu(), C.OrtDevice.default_memory(), 0)
+        self._model = model.SerializeToString()
+        self._arena = arena
+        self._owner = next(_owners)
+        pool.release_with(self, device, self._owner)
+        session = self.inference_session  # built now: names and types, and errors at build time
+        self.input_names = [value.name for value in session.get_inputs()]
+        self.output_names = [value.name for value in session.get_outputs()]
+        self.output_types = [value.type for value in session.get_outputs()]  # "tensor(float)", ...
+        ort_device = C.OrtDevice(C.OrtDevice.cuda() if device == "cuda" else C.OrtDevice.cpu(), C.OrtDevice.default_memory(),
+                                 self._flags().device_index if device == "cuda" else 0)
         self._fetch_devices = [ort_device] * len(self.output_names)
         self._run_options = ort.RunOptions()
+        if device == "cuda":  # ordered on torch's stream: nothing to wait for at the end of a run
+            self._run_options.add_run_config_entry("disable_synchronize_execution_providers", "1")
+
+    def _flags(self) -> cuda.TorchFlags:
+        return cuda.TorchFlags.current(self.device)
+
+    @property
+    def inference_session(self) -> ort.InferenceSession:
+        """The live onnxruntime session; on CUDA one per torch stream and numerics flags in force."""
+        if self.device.type == "cpu":
+            return pool.get("cpu", (self._owner,), self._create_cpu)
+        flags = self._flags()
+        return pool.get("cuda", (self._owner, flags), lambda: self._create_cuda(flags))
+
+    def _create_cpu(self) -> ort.InferenceSession:
+        return ort.InferenceSession(self._model, session_options(self._arena), providers=["CPUExecutionProvider"])
+
+    def _create_cuda(self, flags: cuda.TorchFlags) -> ort.InferenceSession:
+        options = session_options(self._arena)
+        options.use_deterministic_compute = cuda.deterministic(flags)
+        if cuda.shared_arena(flags):
+            options.add_session_config_entry("session.use_env_allocators", "1")
+        return ort.InferenceSession(self._model, options, providers=["CUDAExecutionProvider", "CPUExecutionProvider"],
+                                    provider_options=[cuda.provider_options(flags), {}])
 
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """Outputs for ``inputs`` given in ``input_names`` order; no copies on either side."""
@@ -54,6 +88,6 @@ class Session:
         for tensor in inputs:
             feeds.push_back(to_ort(tensor))
         fetches = C.OrtValueVector()
-        self._session._sess.run_with_ortvaluevector(self._run_options, self.input_names, feeds,
-                                                    self.output_names, fetches, self._fetch_devices)
+        self.inference_session._sess.run_with_ortvaluevector(self._run_options, self.input_names, feeds,
+                                                             self.output_names, fetches, self._fetch_devices)
         return [from_ort(value) for value in fetches]

@@ -1,0 +1,83 @@
+"""How the reference's sessions run on CUDA: as eager's numbers, on torch's stream, in one arena.
+
+onnxruntime's CUDA execution provider has defaults unlike torch's, and each differs in the numbers
+or the resources (docs/reference.md, "On CUDA"):
+- ``use_tf32`` defaults to 1: float32 MatMul/Gemm/Conv in TF32, where torch computes products in
+  float32 unless ``torch.backends.cuda.matmul.allow_tf32``. One provider flag covers both products
+  and convolutions, so TF32 is on only where torch allows it for both (never less accurate than
+  eager).
+- ``cudnn_conv_algo_search`` defaults to EXHAUSTIVE (slow to build, may pick non-deterministic
+  algorithms): HEURISTIC as ORTModule sets it, or cuDNN's fixed default algorithms when torch is
+  deterministic (``use_deterministic_compute`` too).
+- Each session is its own provider with its own stream and memory arena: here every session runs
+  on torch's current stream (so no synchronization is needed between torch and onnxruntime), and
+  sessions allocate from one arena per device registered once with the environment.
+:func:`provider_options` is a pure function of torch's flags, tested without a GPU.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+import warnings
+
+import onnxruntime as ort
+import torch
+from onnxruntime.capi import _pybind_state as C
+
+
+@dataclasses.dataclass(frozen=True)
+class TorchFlags:
+    """What of torch's state decides how onnxruntime must compute to agree with it."""
+
+    matmul_tf32: bool
+    cudnn_tf32: bool
+    deterministic: bool
+    device_index: int
+    stream: int  # the cudaStream_t torch computes on, as an integer
+
+    @classmethod
+    def current(cls, device: torch.device) -> "TorchFlags":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return cls(torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+                   torch.are_deterministic_algorithms_enabled(), index,
+                   torch.cuda.current_stream(index).cuda_stream)
+
+
+def provider_options(flags: TorchFlags) -> dict[str, str]:
+    """The CUDA execution provider's options under which a session computes as eager does."""
+    return {
+        "device_id": str(flags.device_index),
+        "use_tf32": "1" if flags.matmul_tf32 and flags.cudnn_tf32 else "0",
+        "cudnn_conv_algo_search": "DEFAULT" if flags.deterministic else "HEURISTIC",
+        "cudnn_conv_use_max_workspace": "1",
+        "has_user_compute_stream": "1",
+        "user_compute_stream": str(flags.stream),
+        "arena_extend_strategy": "kSameAsRequested",
+    }
+
+
+def deterministic(flags: TorchFlags) -> bool:
+    """``SessionOptions.use_deterministic_compute``: as torch's ``use_deterministic_algorithms``."""
+    return flags.deterministic
+
+
+# One arena per device for every session (``session.use_env_allocators``); None: registering it
+# failed on this build, and each session keeps its own arena (growing only as requested).
+_shared_arenas: dict[int, bool] = {}
+_lock = threading.Lock()
+
+
+def shared_arena(flags: TorchFlags) -> bool:
+    """Register the device's shared arena once; whether sessions can use it."""
+    with _lock:
+        if flags.device_index not in _shared_arenas:
+            info = C.OrtMemoryInfo("Cuda", C.OrtAllocatorType.ORT_ARENA_ALLOCATOR, flags.device_index, C.OrtMemType.DEFAULT)
+            arena = C.OrtArenaCfg({"arena_extend_strategy": 1})  # kSameAsRequested: no power-of-two overshoot
+            try:
+                ort.create_and_register_allocator_v2("CUDAExecutionProvider", info, provider_options(flags), arena)
+                _shared_arenas[flags.device_index] = True
+            except Exception as error:  # noqa: BLE001 - a build without it still runs, one arena per session
+                warnings.warn(f"onnxruntime could not register a shared CUDA arena ({error}); "
+                              "each session keeps its own", RuntimeWarning, stacklevel=2)
+                _shared_arenas[flags.device_index] = False
+        return _shared_arenas[flags.device_index]

@@ -1,0 +1,41 @@
+"""One thread budget per process for every onnxruntime session, the one torch was given.
+
+By default each onnxruntime session owns a pool of ``intra_op_num_threads - 1`` threads: a process
+holding a few hundred sessions (one per graph, per stage, per hypothesis example) held thousands of
+threads, and on a 16-core GPU machine its pytest workers died with "can't start new thread". Here a
+session computing on one thread gets no pool at all (the caller's thread runs it: onnxruntime
+creates none for a size of 1), and sessions computing on more share onnxruntime's process-wide
+pool, sized once to torch's thread count. So threads stay bounded whatever the number of sessions,
+and torch and onnxruntime take turns on the same cores (they never compute at the same time here).
+"""
+from __future__ import annotations
+
+import threading
+
+import onnxruntime as ort
+import torch
+
+_lock = threading.Lock()
+_global_pool_size: int | None = None
+
+
+def global_pool_size() -> int | None:
+    """The size the process-wide pool was given, or None while no session uses it."""
+    return _global_pool_size
+
+
+def configure(options: ort.SessionOptions) -> ort.SessionOptions:
+    """Give ``options`` the process's thread budget: torch's thread count at the first session that
+    needs more than one (the pool cannot be resized later; a later budget change keeps that size)."""
+    global _global_pool_size
+    wanted = torch.get_num_threads()
+    options.inter_op_num_threads = 1
+    if wanted == 1:
+        options.intra_op_num_threads = 1  # no pool: results as with one thread, and no thread made
+        return options
+    with _lock:
+        if _global_pool_size is None:
+            ort.set_global_thread_pool_sizes(wanted, 1)
+            _global_pool_size = wanted
+    options.use_per_session_threads = False
+    return options

@@ -1,0 +1,33 @@
+"""One thread budget per process: however many sessions a process holds, onnxruntime adds at most
+one pool of torch's thread count, and none at one thread (reference/runtime/threads.py)."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PROGRAM = textwrap.dedent("""
+    import os, sys, torch
+    from onnx import TensorProto, helper
+    torch.set_num_threads(int(sys.argv[1]))
+    from reference.runtime import Session, pool
+    threads = lambda: len(os.listdir("/proc/self/task"))
+    value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu", [value("x")], [value("y")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)
+    before = threads()
+    sessions = [Session(model) for _ in range(300)]
+    for session in sessions:
+        session.run([torch.randn(4096)])
+    print(before, threads(), pool.live("cpu"))
+""")
+
+
+@pytest.mark.parametrize("torch_threads", [1, 4])
+def test_three_hundred_sessions_add_at_most_one_pool_of_torchs_thread_count(torch_threads):
+    result = subprocess.run([sys.executable, "-c", PROGRAM, str(torch_threads)], capture_output=True, text=True,
+                            timeout=300, check=True)
+    before, after, live = map(int, result.stdout.split())
+    assert live >= 300
+    # the global pool: torch_threads - 1 workers (the caller computes too), none at one thread
+    assert after - before <= torch_threads - 1, f"{after - before} threads added by 300 sessions"
