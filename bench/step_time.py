@@ -5,7 +5,9 @@ Steps of all implementations are interleaved round by round, so machine noise hi
 the ratios, not the seconds, are the result. Target: reference <= 1.2x eager steady state and
 first step (export + gradient build + sessions) <= 1.8 s.
 
-    python bench/step_time.py [--impl reference,ortmodule] [--rounds 5] [--steps 4] [--json out.json]
+    python bench/step_time.py [--impl reference,ortmodule] [--rounds 5] [--steps 4] [--device cuda] [--json out.json]
+
+On CUDA each step ends with a synchronization, so a step's time includes its kernels.
 """
 from __future__ import annotations
 
@@ -30,24 +32,27 @@ BATCH = 8
 
 def make_step(model: torch.nn.Module, input_ids: torch.Tensor):
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    synchronize = torch.cuda.synchronize if input_ids.is_cuda else (lambda: None)
 
     def step() -> float:
+        synchronize()
         started = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         loss = causal_lm_loss(model(input_ids), input_ids)
         loss.backward()
         optimizer.step()
+        synchronize()
         return time.perf_counter() - started
 
     return step
 
 
-def measure(names: list[str], rounds: int, steps: int) -> dict[str, dict[str, float]]:
-    base = build_bloom(CONFIG, seed=0)
-    input_ids = example_input_ids(CONFIG, seed=0, batch=BATCH)
+def measure(names: list[str], rounds: int, steps: int, device: str = "cpu") -> dict[str, dict[str, float]]:
+    base = build_bloom(CONFIG, seed=0).to(device)
+    input_ids = example_input_ids(CONFIG, seed=0, batch=BATCH).to(device)
     runners, first = {}, {}
     for name in names:
-        model = impls.get(name).wrap(copy.deepcopy(base), Options())
+        model = impls.get(name).wrap(copy.deepcopy(base), Options(device=device))
         runners[name] = make_step(model, input_ids)
         first[name] = runners[name]()  # export, gradient build and sessions happen here
         runners[name]()  # one warm-up step
@@ -97,6 +102,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=4, help="steps per implementation per round")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch and onnxruntime intra-op threads")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -107,10 +113,11 @@ def main(argv=None) -> int:
     available = [n for n in wanted if impls.get(n).unavailable_reason() is None]
     for name in set(wanted) - set(available):
         print(f"skipping {name}: {impls.get(name).unavailable_reason()}")
-    results = measure(["eager", *available], args.rounds, args.steps)
+    results = measure(["eager", *available], args.rounds, args.steps, args.device)
     eager = results["eager"]["median_step_s"]
+    where = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU {torch.backends.cpu.get_cpu_capability()}"
     print(f"Bloom-like LM {CONFIG.num_layers}x{CONFIG.hidden_size}, batch {BATCH}x{CONFIG.max_seq_len}, "
-          f"torch {torch.__version__}, {args.threads} threads, {args.rounds}x{args.steps} steps each")
+          f"torch {torch.__version__}, {where}, {args.threads} threads, {args.rounds}x{args.steps} steps each")
     print(f"{'impl':<10} {'median step':>12} {'ratio':>7} {'first step':>11}")
     for name, row in results.items():
         row["ratio_to_eager"] = row["median_step_s"] / eager

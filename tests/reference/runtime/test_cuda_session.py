@@ -1,0 +1,45 @@
+"""The reference's sessions on a GPU (``--device cuda``): torch's stream and numbers, a bounded
+number of providers, and no host round-trip (reference/runtime/cuda.py, pool.py)."""
+import pytest
+import torch
+from onnx import TensorProto, helper
+
+from reference.runtime import Session, pool
+
+pytestmark = pytest.mark.gpu
+
+
+def matmul_model():
+    value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, None)  # noqa: E731
+    graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "matmul", [value("a"), value("b")], [value("y")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)
+
+
+def test_float32_products_are_float32_not_tf32_under_torchs_defaults():
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    a, b = (torch.randn(512, 512, device="cuda", generator=generator) for _ in range(2))
+    (y,) = Session(matmul_model(), "cuda").run([a, b])
+    truth = a.double() @ b.double()
+    error = (y.double() - truth).abs().max().item()
+    eager = ((a @ b).double() - truth).abs().max().item()
+    assert error <= 8 * eager, f"error {error:.3g} vs eager's {eager:.3g}: TF32 (about 1e-3 relative)?"
+
+
+def test_sessions_run_on_torchs_current_stream():
+    session = Session(matmul_model(), "cuda")
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        a = torch.randn(256, 256, device="cuda")
+        (y,) = session.run([a, a])
+        options = session.inference_session.get_provider_options()["CUDAExecutionProvider"]
+        assert int(options["user_compute_stream"]) == stream.cuda_stream
+        torch.testing.assert_close(y, a @ a, rtol=1e-5, atol=1e-4)  # ordered on one stream, no sync needed
+
+
+def test_hundreds_of_sessions_stay_within_the_providers_bound():
+    sessions = [Session(matmul_model(), "cuda") for _ in range(pool.limit("cuda") + 44)]
+    assert pool.live("cuda") <= pool.limit("cuda")
+    a = torch.eye(4, device="cuda")
+    for session in sessions[:3] + sessions[-3:]:
+        (y,) = session.run([a, a])
+        assert y.device.type == "cuda" and torch.equal(y, a)
