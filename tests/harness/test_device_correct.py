@@ -44,6 +44,7 @@ from ortcheck.nested import leaves
 from ortcheck.stateful.inputs import Inputs
 from ortcheck.strategies.layer_stacks import layer_stacks, transformer_stacks
 from ortcheck.strategies.nn_layers import LAYERS, NAMES
+from ortcheck.strategies.ops import OPS, op_cases
 from ortcheck.strategies.qlora import bnb4_stacks, qlora_stacks
 
 DEVICE = torch.device("meta")
@@ -210,6 +211,25 @@ def test_a_catalogued_layer_runs_on_the_device_it_is_moved_to(layer):
         assert_runs_on(Subject(module.eval() if drawn.eval else module, (inputs, {}), _called))
 
     check()
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_a_catalogued_op_runs_on_the_device_it_is_moved_to(op):
+    @settings(DRAWS, max_examples=2)
+    @given(case=op_cases(op))
+    def check(case):
+        assert_runs_on(Subject(OneOp(case), (case.make_inputs(0, str(DEVICE)), {}), _called))
+
+    check()
+
+
+class OneOp(nn.Module):
+    def __init__(self, case):
+        super().__init__()
+        self.case = case
+
+    def forward(self, *inputs):
+        return self.case.call(*inputs)
 
 
 # ---- the mode itself
