@@ -6,7 +6,8 @@ REQUIREMENTS = Path(__file__).resolve().parents[2] / "requirements"
 
 def _pins(name: str) -> dict[str, str]:
     lines = [line.split("#")[0].strip() for line in (REQUIREMENTS / name).read_text().splitlines()]
-    return dict(line.split("==") for line in lines if line)
+    pins = dict(line.split("==") for line in lines if line)
+    return {name.split("[")[0]: version for name, version in pins.items()}  # extras: the same distribution
 
 
 def test_the_gpu_stack_is_the_modern_one_with_onnxruntime_gpu():
