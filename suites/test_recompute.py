@@ -256,8 +256,9 @@ def test_a_malformed_config_entry_is_refused_by_name(impl, options, entry):
     """A config entry that can't be applied is an error naming it, at wrap or at the first training
     step, never silently ignored: a check run under it would pass without recomputing anything."""
     with pytest.raises(Exception) as raised:
-        module = impl.wrap(CANONICAL.build_module(0), dataclasses.replace(options, memory_opt_config=(entry,)))
-        train_step(module, CANONICAL, CANONICAL.make_inputs(0), 0, options.device)
+        module = impl.wrap(CANONICAL.build_module(0).to(options.device),
+                           dataclasses.replace(options, memory_opt_config=(entry,)))
+        train_step(module, CANONICAL, [t.to(options.device) for t in CANONICAL.make_inputs(0)], 0, options.device)
     assert entry in str(raised.value), f"the error does not name the entry {entry!r}: {raised.value}"
 
 

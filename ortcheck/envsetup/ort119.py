@@ -9,6 +9,12 @@ running through ONNX Runtime. Its installer builds each ``setup.py`` and copies 
 own check is only "some ``*.so`` exists there", so we check harder: both modules import against the
 torch in this environment (a stale build for another torch fails to import and gets rebuilt).
 
+On a CUDA build (``tox -e ort119-gpu``) the installer also builds the CUDA extensions
+(``torch_cpp_extensions/cuda/{torch_gpu_allocator,fused_ops}``: ORTModule allocates through torch's
+caching allocator with the first, FusedAdam uses the second). Those are ``CUDAExtension``s: they need a
+CUDA toolkit (``CUDA_HOME`` with ``nvcc``) of torch's CUDA major (12 for torch 2.4.1 cu121), whatever
+CUDA onnxruntime-training itself was built for; without one we stop before the build with that message.
+
 Usage: ``python -m ortcheck.envsetup.ort119 [--check] [--force]``. Exit code 0 when ready.
 """
 from __future__ import annotations
@@ -17,6 +23,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -34,9 +41,13 @@ try:
     out["cpp_dir"] = om.ORTMODULE_TORCH_CPP_DIR
     names = sorted(d for d in os.listdir(os.path.join(om.ORTMODULE_TORCH_CPP_DIR, "cpu"))
                    if os.path.exists(os.path.join(om.ORTMODULE_TORCH_CPP_DIR, "cpu", d, "setup.py")))
+    out["torch_cuda"], out["ort_cuda"], out["cuda_names"] = torch.version.cuda, om.ONNXRUNTIME_CUDA_VERSION, []
     if (torch.version.cuda or torch.version.hip) and (om.ONNXRUNTIME_CUDA_VERSION or om.ONNXRUNTIME_ROCM_VERSION):
         cuda_dir = os.path.join(om.ORTMODULE_TORCH_CPP_DIR, "cuda")
-        names += sorted(d for d in os.listdir(cuda_dir) if os.path.exists(os.path.join(cuda_dir, d, "setup.py")))
+        out["cuda_names"] = sorted(d for d in os.listdir(cuda_dir) if os.path.exists(os.path.join(cuda_dir, d, "setup.py")))
+        names += out["cuda_names"]
+        from torch.utils.cpp_extension import CUDA_HOME
+        out["cuda_home"] = CUDA_HOME
     out["expected"] = names
     missing = {}
     for name in names:
@@ -80,6 +91,38 @@ def _build_lock(cpp_dir: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def nvcc_release(cuda_home: str | None) -> str | None:
+    """'12.1' from ``$CUDA_HOME/bin/nvcc --version``; None without a working nvcc."""
+    if not cuda_home:
+        return None
+    try:
+        text = subprocess.run([os.path.join(cuda_home, "bin", "nvcc"), "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    match = re.search(r"release (\d+\.\d+)", text)
+    return match[1] if match else None
+
+
+def toolkit_problem(state: dict, nvcc: str | None) -> str | None:
+    """Why the CUDA extensions cannot build here (None: they can, or none is missing).
+
+    torch's ``CUDAExtension`` compiles against torch's CUDA: the toolkit's major must be torch's
+    (a minor difference only warns); onnxruntime's own CUDA (11.8 for onnxruntime-training 1.19.2)
+    plays no part."""
+    missing_cuda = sorted(set(state.get("cuda_names", [])) & set(state.get("missing", {})))
+    if not missing_cuda:
+        return None
+    torch_cuda = state.get("torch_cuda")
+    need = f"a CUDA {torch_cuda.split('.')[0]}.x toolkit (nvcc) matching torch's CUDA {torch_cuda}" if torch_cuda else "a CUDA toolkit (nvcc)"
+    if not state.get("cuda_home"):
+        return f"{', '.join(missing_cuda)} need {need}; none found (set CUDA_HOME or put nvcc on PATH)"
+    if nvcc is None:
+        return f"{', '.join(missing_cuda)} need {need}; CUDA_HOME={state['cuda_home']} has no working bin/nvcc"
+    if torch_cuda and nvcc.split(".")[0] != torch_cuda.split(".")[0]:
+        return f"{', '.join(missing_cuda)} need {need}; CUDA_HOME={state['cuda_home']} has nvcc {nvcc}"
+    return None
+
+
 def build() -> float:
     """Run ORTModule's own installer; returns seconds spent. Raises when it fails."""
     start = time.monotonic()
@@ -102,6 +145,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.check:
         print(f"ort119 setup: extensions missing: {state['missing'] or state['init_exception']}", file=sys.stderr)
+        return 1
+
+    problem = toolkit_problem(state, nvcc_release(state.get("cuda_home")))
+    if problem:
+        print(f"ort119 setup: cannot build ORTModule's CUDA extensions: {problem}", file=sys.stderr)
         return 1
 
     print(f"ort119 setup: building ORTModule C++ extensions {state['expected']} (needs gcc, ~2 min)...", flush=True)

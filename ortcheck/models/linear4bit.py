@@ -39,6 +39,13 @@ CODE_BOOKS = {
     NF4: torch.from_numpy(np.array(_NF4_BITS, dtype=np.uint32).view(np.float32).copy()),
     FP4: torch.from_numpy(np.concatenate([_FP4_MAGNITUDES, -_FP4_MAGNITUDES]).astype(np.float32)),
 }
+_ZERO_CODES = {quant_type: int((book == 0).nonzero()[0]) for quant_type, book in CODE_BOOKS.items()}  # of +0
+
+
+def code_book(quant_type: int, like: torch.Tensor) -> torch.Tensor:
+    """``CODE_BOOKS[quant_type]`` in ``like``'s dtype and on its device: the tables live on the CPU,
+    the codes they are indexed with on the layer's device."""
+    return CODE_BOOKS[quant_type].to(device=like.device, dtype=like.dtype)
 
 
 def quantize_4bit(weight: torch.Tensor, block_size: int, quant_type: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -54,9 +61,9 @@ def quantize_4bit(weight: torch.Tensor, block_size: int, quant_type: int) -> tup
     padded = torch.nn.functional.pad(flat, (0, blocks * block_size - numel)).view(blocks, block_size)
     absmax = padded.abs().amax(dim=1)
     normalized = (padded.double() / torch.where(absmax == 0, 1.0, absmax.double())[:, None]).reshape(-1)
-    table = CODE_BOOKS[quant_type].double()
+    table = code_book(quant_type, normalized)
     codes = (normalized[:, None] - table[None, :]).abs().argmin(dim=1).to(torch.uint8)
-    codes[numel:] = int((table == 0).nonzero()[0])  # padding: the code of +0
+    codes[numel:] = _ZERO_CODES[quant_type]  # padding
     codes = codes[:numel + numel % 2].view(-1, 2)
     return (codes[:, 0] << 4) | codes[:, 1], absmax
 
@@ -67,7 +74,7 @@ def dequantize_4bit(data: torch.Tensor, absmax: torch.Tensor, shape: tuple[int, 
     n, k = shape
     flat = data.reshape(-1)
     codes = torch.stack([flat >> 4, flat & 0xF], dim=1).reshape(-1)[:n * k].long()
-    values = CODE_BOOKS[quant_type].to(absmax.dtype)[codes]
+    values = code_book(quant_type, absmax)[codes]
     return (values * absmax.repeat_interleave(block_size)[:n * k]).view(n, k)
 
 
@@ -118,7 +125,7 @@ def _bitsandbytes_matmul(x: torch.Tensor, layer: "Linear4Bit") -> torch.Tensor:
     from bitsandbytes.autograd._functions import MatMul4Bit as BitsandbytesMatMul4Bit
     from bitsandbytes.functional import QuantState
 
-    state = QuantState(absmax=layer.absmax, shape=torch.Size(layer.shape), code=CODE_BOOKS[layer.quant_type],
+    state = QuantState(absmax=layer.absmax, shape=torch.Size(layer.shape), code=code_book(layer.quant_type, layer.absmax),
                        blocksize=layer.block_size, quant_type=QUANT_TYPE_NAMES[layer.quant_type], dtype=x.dtype)
     return BitsandbytesMatMul4Bit.apply(x, layer.weight, None, None, state)
 

@@ -105,7 +105,8 @@ class Scenario:
             raise ValueError("Step() needs a preceding forward whose output requires grad")
         call, self._pending = self._pending, None
         generator = torch.Generator().manual_seed(call.seed + 1)
-        cotangent = torch.randn(call.outputs["eager"].shape, generator=generator).to(self.device)
+        output = call.outputs["eager"]
+        cotangent = torch.randn(output.shape, generator=generator).to(output.device)  # where the forward ran
         cotangents = input_runs(cotangent, seed=call.seed + 1)
         for run in RUNS:
             self.optimizers[run].zero_grad(set_to_none=True)
@@ -138,8 +139,14 @@ class Scenario:
         self.training = action.training
 
     def _move_to(self, action: MoveTo) -> None:
+        """A move to another device ends the pending forward: its graph holds the old device's
+        tensors, and a backward through it would deliver gradients of the old device to parameters
+        now on the new one (on cuda: "invalid gradient at index 0 - expected device cpu but got
+        cuda:0"), a sequence no user runs and no pipeline supports."""
         for module in self.modules.values():
             module.to(action.device)
+        if torch.device(action.device) != torch.device(self.device):
+            self._pending = None
         self.device = action.device
 
     def _set_memory_optimizer(self, action: SetMemoryOptimizer) -> None:

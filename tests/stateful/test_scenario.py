@@ -3,7 +3,7 @@ import pytest
 
 from ortcheck import impls
 from ortcheck.impls import Options
-from ortcheck.stateful import Forward, SetAttribute, SetMode, Step, replay
+from ortcheck.stateful import Forward, MoveTo, SetAttribute, SetMode, Step, replay
 from ortcheck.stateful.contract import FIRST_FORWARD, MODE_CHANGED, REUSED, Call, Contract
 
 REFERENCE = impls.get("reference")
@@ -24,6 +24,22 @@ def test_the_cancelling_sequence_passes_on_reference(seeds):
         for index, seed in zip(forwards, seeds):
             actions[index] = Forward(**{**actions[index].__dict__, "seed": seed})
     replay(REFERENCE, Options(), actions)
+
+
+def test_a_move_to_another_device_leaves_no_forward_to_step_from():
+    """The first GPU run's ``test_transitions[eager-device]``: Forward on cpu, MoveTo cuda, Step
+    backpropagated a cuda cotangent into the cpu graph ("invalid gradient at index 0 - expected device
+    cpu but got cuda:0"). ``meta`` stands in for the second device."""
+    scenario = replay(impls.get("eager"), Options(), [Forward(), MoveTo(device="meta")])
+    assert not scenario.can_step
+    with pytest.raises(ValueError, match="needs a preceding forward"):
+        scenario.apply(Step())
+
+
+def test_a_move_to_the_same_device_keeps_the_forward_to_step_from():
+    scenario = replay(impls.get("eager"), Options(), [Forward(), MoveTo(device="cpu"), Step()])
+    assert [type(a) for a in scenario.actions] == [Forward, MoveTo, Step]
+    assert all(p.grad is not None for p in scenario.wrapped.parameters())
 
 
 def _call(training=True, signature=("x",), grad=True, **changes):

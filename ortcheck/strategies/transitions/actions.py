@@ -80,7 +80,8 @@ class SetMode(_ReadableRepr):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class MoveTo(_ReadableRepr):
-    """``.to(device)`` on the wrapped and the eager module; later inputs are created there."""
+    """``.to(device)`` on the wrapped and the eager module; later inputs are created there. A move to
+    another device leaves no forward to ``Step`` from (its graph is on the old device)."""
 
     device: str = "cpu"
 
