@@ -39,7 +39,7 @@ def _check(block_size: int, quant_type: int) -> str:
 def codes_of(normalized: torch.Tensor, quant_type: int) -> torch.Tensor:
     """4-bit codes (uint8) of float32 values in [-1, 1]: nearest table entry, ties to the lower one."""
     name = QUANT_TYPES[quant_type]
-    codes, bounds = thresholds(name)
+    codes, bounds = (table.to(normalized.device) for table in thresholds(name))
     if name == "nf4":
         return codes[torch.searchsorted(bounds, normalized, right=False)]
     sign = (normalized < 0).to(torch.uint8) << 3
@@ -55,11 +55,11 @@ def quantize(weight: torch.Tensor, block_size: int, quant_type: int) -> Packed:
     numel = flat.numel()
     blocks = -(-numel // block_size)
     padded = torch.nn.functional.pad(flat, (0, blocks * block_size - numel)).view(blocks, block_size)
-    absmax = padded.abs().amax(dim=1) if numel else torch.zeros(0)
+    absmax = padded.abs().amax(dim=1) if numel else torch.zeros(0, device=flat.device)
     reciprocal = torch.where(absmax != 0, 1.0 / absmax, torch.zeros_like(absmax))
     codes = codes_of((padded * reciprocal[:, None]).reshape(-1)[:numel], quant_type)
     if numel % 2:
-        codes = torch.cat([codes, codes_of(torch.zeros(1), quant_type)])
+        codes = torch.cat([codes, codes_of(torch.zeros(1, device=flat.device), quant_type)])
     pairs = codes.view(-1, 2)
     return Packed((pairs[:, 0] << 4) | pairs[:, 1], absmax, tuple(weight.shape), block_size, quant_type)
 
@@ -73,6 +73,7 @@ def dequantize(packed: Packed) -> torch.Tensor:
     _check(packed.block_size, packed.quant_type)
     n, k = packed.shape
     numel = n * k
-    values = code_values(QUANT_TYPES[packed.quant_type])[unpack_codes(packed.data, numel).long()]
+    table = code_values(QUANT_TYPES[packed.quant_type]).to(packed.data.device)
+    values = table[unpack_codes(packed.data, numel).long()]
     scale = packed.absmax.repeat_interleave(packed.block_size)[:numel]
     return (values * scale).view(n, k)
