@@ -147,11 +147,14 @@ def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(p
     result.stdout.fnmatch_lines(["*manifest entries matching no collected test*", "*test_no_such_property*"])
 
 
-@pytest.mark.parametrize("when, outcomes, summary", [
-    ('{ versions = { pytest = ">=1" } }', {"xfailed": ROUNDTRIP_TESTS}, ["*unflatten returns copies (where: pytest>=1)*"]),
-    ('{ versions = { pytest = "<1" } }', {"failed": ROUNDTRIP_TESTS}, ["*don't hold on this machine*", "*where: pytest<1*"]),
+@pytest.mark.parametrize("when, device, outcomes, summary", [
+    ('{ versions = { pytest = ">=1" } }', "cpu", {"xfailed": ROUNDTRIP_TESTS}, ["*unflatten returns copies (where: pytest>=1)*"]),
+    ('{ versions = { pytest = "<1" } }', "cpu", {"failed": ROUNDTRIP_TESTS}, ["*don't hold on this machine*", "*where: pytest<1*"]),
+    # --device reaches the conditions (these tests make no tensor on the device: no GPU needed)
+    ('{ device = ["cpu"] }', "cuda", {"failed": ROUNDTRIP_TESTS}, ["*don't hold on this machine*", "*where: device cpu*"]),
+    ('{ device = ["cuda"] }', "cuda", {"xfailed": ROUNDTRIP_TESTS}, ["*unflatten returns copies (where: device cuda)*"]),
 ])
-def test_a_conditional_finding_holds_only_where_its_condition_does(python, project, when, outcomes, summary):
+def test_a_conditional_finding_holds_only_where_its_condition_does(python, project, when, device, outcomes, summary):
     _manifest(project, "ClonesTensors", f"""
         [[finding]]
         test = "suites/test_io_roundtrip.py::test_roundtrip*"
@@ -159,7 +162,7 @@ def test_a_conditional_finding_holds_only_where_its_condition_does(python, proje
         reason = "unflatten returns copies"
         reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
     """)
-    result = run(python, project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors", "-rx")
+    result = run(python, project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors", "--device", device, "-rx")
     result.assert_outcomes(**outcomes)
     result.stdout.fnmatch_lines(summary)
 
