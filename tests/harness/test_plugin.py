@@ -1,5 +1,6 @@
 """The plugin end to end, through pytester: mutants are caught, manifests are strict, bad options fail clearly."""
 import dataclasses
+import shlex
 import shutil
 import textwrap
 from pathlib import Path
@@ -222,8 +223,12 @@ def test_update_goldens_writes_then_the_next_run_compares_against_them(python, p
     args = ("suites/test_convergence.py", "-k", "mlp", "--impl", "eager", "--golden-dir", str(golden_dir))
     missing = run(python, project, *args)
     missing.assert_outcomes(failed=1)
-    missing.stdout.fnmatch_lines(["*no golden file (record one with --update-goldens*"])
-    run(python, project, *args, "--update-goldens").assert_outcomes(passed=1)
+    missing.stdout.fnmatch_lines(["*parity with eager passed (float64 oracle: *), but *no golden file; record it with: "
+                                  "pytest 'suites/test_convergence.py::test_convergence[[]eager-mlp[]]' --impl eager "
+                                  f"--device cpu --golden-dir {golden_dir} --update-goldens"])
+    named = shlex.split(missing.stdout.str().split("record it with: ")[1].splitlines()[0])
+    assert named[0] == "pytest"
+    run(python, project, *named[1:]).assert_outcomes(passed=1)   # the named command records the golden
     assert (golden_dir / "mlp" / "eager-cpu-float32.json").is_file()
     run(python, project, *args).assert_outcomes(passed=1)
 
