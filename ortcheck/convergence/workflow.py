@@ -4,11 +4,12 @@ Parity (same job, same stack) always blocks. The golden comparison blocks wherev
 something: on the stack the golden was recorded on ("same stack"), and on stacks that differ only
 in what the tolerance model covers (:data:`COVERED`: the CPU's kernel dispatch level, thread and
 core counts; measured in docs/architecture.md, "Golden tiers"). Where the libraries, device, dtype
-or machine differ, or the case's configuration changed, another stack legitimately computes another
-curve: the comparison is advisory (reported, never failing). A golden is written only after parity
-passed, so a broken pipeline can't record itself as the truth. A missing or damaged golden never
-hides the parity verdict: the failures say first whether the run matched eager, then what is wrong
-with the golden and the command that records it.
+or machine differ (on cuda also the GPU model, its architecture, the CUDA and cuDNN versions and
+torch's TF32 and determinism flags), or the case's configuration or determinism settings changed,
+another stack legitimately computes another curve: the comparison is advisory (reported, never
+failing). A golden is written only after parity passed, so a broken pipeline can't record itself
+as the truth. A missing or damaged golden never hides the parity verdict: the failures say first
+whether the run matched eager, then what is wrong with the golden and the command that records it.
 """
 from __future__ import annotations
 
@@ -101,17 +102,31 @@ def parity(case: cases.Case, runs: dict[str, CaseRun]) -> GateResult:
 
 
 def golden_tier(golden: goldens.Golden, actual: CaseRun, config: dict) -> tuple[str, str | None]:
-    """(the tier the golden comparison runs in, why it is advisory or None when it blocks)."""
-    changed = sorted(key for key in set(golden.config) | set(config) if golden.config.get(key) != config.get(key))
-    if changed:
-        why = f"recorded with another configuration ({', '.join(changed)})"
-        return f"{ADVISORY}: {why}", why
+    """(the tier the golden comparison runs in, why it is advisory or None when it blocks).
+
+    Fields the golden predates (:data:`determinism.LATER_FIELDS`, from goldens recorded before the
+    fingerprint held them) are unknown, not different: the tier names them and still blocks, since
+    the determinism settings, compared here, pinned TF32 and deterministic algorithms then too, and
+    the GPU's name implies its architecture.
+    """
+    for what, recorded_settings, current_settings in (("another configuration", golden.config, config),
+                                                      ("other determinism settings", golden.run.determinism, actual.determinism)):
+        changed = _changed(recorded_settings, current_settings)
+        if changed:
+            why = f"recorded with {what} ({', '.join(changed)})"
+            return f"{ADVISORY}: {why}", why
     recorded, current = golden.run.fingerprint, actual.fingerprint
     differences = determinism.fingerprint_differences(recorded, current)
     meaningful = [line for line in differences if line.split(":")[0] not in COVERED]
     if meaningful:
         why = "recorded on another stack (" + "; ".join(meaningful) + ")"
         return f"{ADVISORY}: {why}", why
+    unknown = determinism.unrecorded(recorded, current)
+    note = f"; not in the golden (older code): {', '.join(unknown)}" if unknown else ""
     if differences:
-        return f"{COVERED_STACK}: " + "; ".join(differences), None
-    return SAME_STACK, None
+        return f"{COVERED_STACK}: " + "; ".join(differences) + note, None
+    return SAME_STACK + note, None
+
+
+def _changed(recorded: dict, current: dict) -> list[str]:
+    return sorted(key for key in set(recorded) | set(current) if recorded.get(key) != current.get(key))
