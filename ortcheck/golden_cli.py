@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from ortcheck import impls
-from ortcheck.convergence import cases, golden as goldens, workflow
+from ortcheck.convergence import cases, workflow
 from ortcheck.convergence.data_parallel import TooFewDevices
 from ortcheck.impls import Options
 from ortcheck.impls.base import DEVICES
@@ -33,11 +34,7 @@ def run(args: argparse.Namespace) -> int:
         case = cases.get(name)
         try:
             outcome = workflow.check(case, impl, Options(device=args.device), golden_root=args.golden_dir,
-                                     update=args.action == "update")
-        except goldens.GoldenError as error:
-            print(f"{name}: {error}")
-            status = 1
-            continue
+                                     update=args.action == "update", record_command=record_command(args, name))
         except TooFewDevices as error:
             print(f"{name}: n/a here: {error}")
             continue
@@ -53,7 +50,17 @@ def _report_update(outcome: workflow.Outcome) -> int:
     return 0
 
 
+def record_command(args: argparse.Namespace, case: str) -> str:
+    """The ``ortcheck golden update`` that records what this run compares with."""
+    words = ["ortcheck", "golden", "update", "--impl", args.impl, "--device", args.device, "--case", case]
+    words += [] if args.golden_dir == workflow.GOLDEN_ROOT else ["--golden-dir", str(args.golden_dir)]
+    return shlex.join(words)
+
+
 def _report_diff(outcome: workflow.Outcome) -> int:
+    if outcome.golden_error is not None:
+        print(f"{outcome.case.name}: " + "\n  ".join(outcome.failures))
+        return 1
     result = outcome.against_golden
     print(f"{outcome.case.name} ({outcome.actual.impl}, {outcome.actual.device}) against {outcome.golden_path}"
           + f" [{outcome.tier}]")

@@ -8,7 +8,10 @@ over seeds), hard-fails on NaN/Inf, length mismatches and fallbacks to eager. Th
 blocks on the same stack and on stacks differing only in what its tolerance covers, and is advisory
 elsewhere (a warning naming what differs); the report says which tier applied.
 ``--update-goldens`` rewrites goldens after parity passed; ``--nightly`` runs each case's longer schedule.
+A case without a golden still reports its parity verdict, then fails naming the command that records it.
 """
+import os
+import shlex
 import warnings
 from pathlib import Path
 
@@ -36,7 +39,8 @@ def test_convergence(impl, options, case_name, request):
     steps = case.nightly_steps if config.getoption("nightly") else case.training.steps
     golden_root = Path(config.getoption("golden_dir") or config.rootpath / "golden")
     try:
-        outcome = workflow.check(case, impl, options, steps, golden_root, update=config.getoption("update_goldens"))
+        outcome = workflow.check(case, impl, options, steps, golden_root, update=config.getoption("update_goldens"),
+                                 record_command=record_command(request, impl.name))
     except TooFewDevices as error:
         not_applicable(str(error))
     request.node.user_properties.append(("convergence_parity", outcome.parity.summary()))
@@ -49,3 +53,14 @@ def test_convergence(impl, options, case_name, request):
         if outcome.advisory:
             warnings.warn(workflow.GoldenAdvisory(f"{outcome.golden_path}: advisory only, {outcome.advisory}; {verdict}"))
     assert not outcome.failures, "\n".join(outcome.failures)
+
+
+def record_command(request, impl_name: str) -> str:
+    """This test alone, from where pytest was started, with the options its curve depends on, and
+    ``--update-goldens``: the command that records the golden it judged against."""
+    config = request.config
+    test = os.path.relpath(request.node.path, config.invocation_params.dir) + "::" + request.node.name
+    words = ["pytest", test, "--impl", impl_name, "--device", config.ortcheck_device]
+    words += ["--nightly"] if config.getoption("nightly") else []
+    words += ["--golden-dir", config.getoption("golden_dir")] if config.getoption("golden_dir") else []
+    return shlex.join(words + ["--update-goldens"])

@@ -114,9 +114,15 @@ def _cuda_pinned(settings: Determinism) -> Iterator[None]:
             os.environ["CUBLAS_WORKSPACE_CONFIG"] = saved_env
 
 
+# Fingerprint fields added after goldens were first recorded (cuda only). A golden without one was
+# recorded by older code: the field is unknown there, not different (see :func:`unrecorded`).
+LATER_FIELDS = ("compute_capability", "tf32_matmul", "tf32_cudnn", "deterministic_algorithms", "cudnn_deterministic")
+
+
 def fingerprint(device: str, dtype: str, threads: int, kernels: str | None = None) -> dict[str, str | int | None]:
     """The stack a curve depends on: library versions, kernel dispatch level, device, threads, and
     the kernels the implementation picked where the rest doesn't say (``Implementation.kernels``).
+    Taken inside :func:`applied`, so torch's flags are the ones the runs had.
 
     Deliberately without Python's or the OS's version (they do not change float results), so a
     golden stays blocking across machines that compute the same bits.
@@ -134,14 +140,33 @@ def fingerprint(device: str, dtype: str, threads: int, kernels: str | None = Non
         "dtype": dtype,
         "threads": threads,
         "cpu_count": os.cpu_count(),  # onnxruntime's intra-op pool is sized by it: reduction order follows
+        **(_cuda_facts() if device == "cuda" else {}),  # absent on the CPU: CPU fingerprints stay as recorded
         **({"kernels": kernels} if kernels else {}),  # absent where nothing of the kind: older goldens stay valid
     }
 
 
+def _cuda_facts() -> dict[str, str | bool]:
+    """What else decides a cuda float32 result: the GPU's architecture, and whether torch lets
+    matmuls and convolutions round operands to TF32 or pick nondeterministic algorithms."""
+    major, minor = torch.cuda.get_device_capability()
+    backends = torch.backends
+    return {"compute_capability": f"{major}.{minor}", "tf32_matmul": backends.cuda.matmul.allow_tf32,
+            "tf32_cudnn": backends.cudnn.allow_tf32,
+            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+            "cudnn_deterministic": backends.cudnn.deterministic}
+
+
 def fingerprint_differences(recorded: dict, current: dict) -> list[str]:
-    """``"field: recorded -> current"`` for each field that differs (empty: same stack)."""
+    """``"field: recorded -> current"`` for each field that differs (empty: same stack); a
+    :data:`LATER_FIELDS` field the golden doesn't hold is unknown, not a difference."""
+    unknown = set(unrecorded(recorded, current))
     return [f"{key}: {recorded.get(key)!r} -> {current.get(key)!r}"
-            for key in sorted(set(recorded) | set(current)) if recorded.get(key) != current.get(key)]
+            for key in sorted((set(recorded) | set(current)) - unknown) if recorded.get(key) != current.get(key)]
+
+
+def unrecorded(recorded: dict, current: dict) -> list[str]:
+    """The :data:`LATER_FIELDS` this run knows and the golden, recorded by older code, doesn't."""
+    return [key for key in LATER_FIELDS if key in current and key not in recorded]
 
 
 def _onnxruntime_distribution() -> str | None:

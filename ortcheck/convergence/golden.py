@@ -27,6 +27,10 @@ class GoldenError(ValueError):
     """A golden file that can't be trusted: the message names the file and what is wrong."""
 
 
+class MissingGolden(GoldenError):
+    """No golden file yet: the run's parity verdict still stands, and the caller knows how to record one."""
+
+
 @dataclasses.dataclass
 class Golden:
     run: CaseRun
@@ -66,7 +70,7 @@ def load(path: Path) -> Golden:
     try:
         data = json.loads(path.read_text(), parse_constant=_reject_constant)
     except FileNotFoundError:
-        raise GoldenError(f"{path}: no golden file (record one with --update-goldens or `ortcheck golden update`)") from None
+        raise MissingGolden(f"{path}: no golden file") from None
     except json.JSONDecodeError as error:
         raise GoldenError(f"{path}: not valid JSON (truncated or malformed?): {error}") from None
     except ValueError as error:

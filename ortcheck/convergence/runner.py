@@ -52,8 +52,9 @@ def run_all(case: Case, impl: Implementation, options: Options = Options(), step
             if run != "actual":
                 curves[run].append(train(case, copy.deepcopy(run_model), data[run], seed, settings, options, None,
                                          case.training))
-    fingerprint = determinism.fingerprint(options.device, "float32", settings.threads,
-                                          impl.kernels(initial, options.device))
+    with determinism.applied(settings, options.device):  # torch's flags as the runs had them
+        fingerprint = determinism.fingerprint(options.device, "float32", settings.threads,
+                                              impl.kernels(initial, options.device))
     elapsed = time.perf_counter() - started
 
     return {run: CaseRun(case.name, impl.name if run == "actual" else f"eager ({run})" if run != "eager" else "eager",

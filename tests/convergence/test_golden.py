@@ -1,6 +1,7 @@
 """Golden files: exact round trip, clear errors for every kind of damage, atomic and parity-gated updates."""
 import json
 import os
+import shlex
 
 import pytest
 
@@ -85,6 +86,32 @@ def test_no_golden_is_written_when_parity_fails(recorded):
     assert not outcome.parity.ok and not outcome.updated
     assert not goldens.path_for(recorded.parents[1], CASE, GradientsOffByOnePermille.name, "cpu").exists()
     assert recorded.read_bytes() == before
+
+
+def test_a_missing_golden_fails_after_the_parity_verdict_naming_the_command(tmp_path):
+    outcome = workflow.check(cases.get(CASE), impls.get("eager"), golden_root=tmp_path, record_command="record-me --now")
+    [failure] = outcome.failures
+    assert failure.startswith("parity with eager passed (float64 oracle: worst error ")
+    assert failure.endswith(f"but {goldens.path_for(tmp_path, CASE, 'eager', 'cpu')}: no golden file; "
+                            "record it with: record-me --now")
+
+
+def test_a_parity_failure_comes_first_and_no_command_records_its_golden(tmp_path):
+    outcome = workflow.check(cases.get(CASE), GradientsOffByOnePermille(), golden_root=tmp_path, record_command="record-me")
+    *parity, golden = outcome.failures
+    assert parity and all(f.startswith("parity with eager: ") for f in parity)
+    assert "no golden file" in golden and "record-me" not in golden and "passed" not in " ".join(outcome.failures)
+
+
+def test_cli_diff_without_a_golden_names_the_update_that_records_it(tmp_path, capsys):
+    diff = ["golden", "diff", "--case", CASE, "--impl", "eager", "--golden-dir", str(tmp_path)]
+    assert cli.main(diff) == 1
+    out = capsys.readouterr().out
+    assert "parity with eager passed" in out and "no golden file; record it with: ortcheck golden update" in out
+    named = shlex.split(out.split("record it with: ")[1].splitlines()[0])
+    assert named[0] == "ortcheck" and cli.main(named[1:]) == 0   # the command it names records the golden
+    capsys.readouterr()
+    assert cli.main(diff) == 0 and "[blocking (same stack)]" in capsys.readouterr().out
 
 
 def test_a_golden_from_another_stack_is_advisory(recorded):

@@ -1,5 +1,8 @@
 """Manifests: globs or lists of globs, optional known failing examples, clear errors for the rest."""
+import dataclasses
+import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +67,31 @@ def test_a_condition_holds_where_every_term_does(tmp_path, when, on_avx512, on_a
 def test_a_finding_without_condition_holds_everywhere_and_reads_as_its_reason(tmp_path):
     [finding] = load(_write(tmp_path, '[[finding]]\ntest = "t"\nreason = "r"\nreproduction = "p"\n'))
     assert finding.active_on(AVX2_ONLY) and finding.label == "r"
+
+
+MANIFESTS = sorted((Path(__file__).resolve().parents[2] / "ortcheck" / "impls" / "manifests").glob("*.toml"))
+CPU_TERMS = {"cpu_flags", "cpu_flags_absent", "cpu_capability"}
+
+
+def _on(machine: Machine, device: str) -> Machine:
+    return dataclasses.replace(machine, device=device)
+
+
+def test_a_cpu_flag_finding_never_matches_a_cuda_run():
+    """The H200 host has avx512f too: bitsandbytes' CPU-kernel finding once passed a cuda failure of
+    another cause off as expected (../shared/gpu/EVIDENCE-2026-11-26.md, item 4)."""
+    findings = load(MANIFESTS[[p.stem for p in MANIFESTS].index("bitsandbytes")])
+    flagged = [f for f in findings if f.condition and "cpu_flags" in dict(f.condition.terms)]
+    assert flagged, "the bitsandbytes manifest has no CPU-flag finding left to check"
+    assert all(f.active_on(_on(AVX512_BF16, "cpu")) for f in flagged)
+    assert not any(f.active_on(_on(AVX512_BF16, "cuda")) for f in flagged)
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=[p.stem for p in MANIFESTS])
+def test_every_cpu_kernel_finding_holds_only_on_the_cpu_device(path):
+    """A finding about a CPU kernel or CPU flag (its condition names CPU features, or its reason says
+    CPU) says nothing about a cuda run, where the test must pass or fail for a cause of its own."""
+    for finding in load(path):
+        terms = dict(finding.condition.terms) if finding.condition else {}
+        if CPU_TERMS & set(terms) or re.search(r"\bCPU\b", finding.reason):
+            assert terms.get("device") == ("cpu",), f"{finding.source}: a CPU finding without when.device = [\"cpu\"]"

@@ -1,5 +1,6 @@
 """The plugin end to end, through pytester: mutants are caught, manifests are strict, bad options fail clearly."""
 import dataclasses
+import shlex
 import shutil
 import textwrap
 from pathlib import Path
@@ -147,11 +148,14 @@ def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(p
     result.stdout.fnmatch_lines(["*manifest entries matching no collected test*", "*test_no_such_property*"])
 
 
-@pytest.mark.parametrize("when, outcomes, summary", [
-    ('{ versions = { pytest = ">=1" } }', {"xfailed": ROUNDTRIP_TESTS}, ["*unflatten returns copies (where: pytest>=1)*"]),
-    ('{ versions = { pytest = "<1" } }', {"failed": ROUNDTRIP_TESTS}, ["*don't hold on this machine*", "*where: pytest<1*"]),
+@pytest.mark.parametrize("when, device, outcomes, summary", [
+    ('{ versions = { pytest = ">=1" } }', "cpu", {"xfailed": ROUNDTRIP_TESTS}, ["*unflatten returns copies (where: pytest>=1)*"]),
+    ('{ versions = { pytest = "<1" } }', "cpu", {"failed": ROUNDTRIP_TESTS}, ["*don't hold on this machine*", "*where: pytest<1*"]),
+    # --device reaches the conditions (these tests make no tensor on the device: no GPU needed)
+    ('{ device = ["cpu"] }', "cuda", {"failed": ROUNDTRIP_TESTS}, ["*don't hold on this machine*", "*where: device cpu*"]),
+    ('{ device = ["cuda"] }', "cuda", {"xfailed": ROUNDTRIP_TESTS}, ["*unflatten returns copies (where: device cuda)*"]),
 ])
-def test_a_conditional_finding_holds_only_where_its_condition_does(python, project, when, outcomes, summary):
+def test_a_conditional_finding_holds_only_where_its_condition_does(python, project, when, device, outcomes, summary):
     _manifest(project, "ClonesTensors", f"""
         [[finding]]
         test = "suites/test_io_roundtrip.py::test_roundtrip*"
@@ -159,7 +163,7 @@ def test_a_conditional_finding_holds_only_where_its_condition_does(python, proje
         reason = "unflatten returns copies"
         reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
     """)
-    result = run(python, project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors", "-rx")
+    result = run(python, project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors", "--device", device, "-rx")
     result.assert_outcomes(**outcomes)
     result.stdout.fnmatch_lines(summary)
 
@@ -219,8 +223,12 @@ def test_update_goldens_writes_then_the_next_run_compares_against_them(python, p
     args = ("suites/test_convergence.py", "-k", "mlp", "--impl", "eager", "--golden-dir", str(golden_dir))
     missing = run(python, project, *args)
     missing.assert_outcomes(failed=1)
-    missing.stdout.fnmatch_lines(["*no golden file (record one with --update-goldens*"])
-    run(python, project, *args, "--update-goldens").assert_outcomes(passed=1)
+    missing.stdout.fnmatch_lines(["*parity with eager passed (float64 oracle: *), but *no golden file; record it with: "
+                                  "pytest 'suites/test_convergence.py::test_convergence[[]eager-mlp[]]' --impl eager "
+                                  f"--device cpu --golden-dir {golden_dir} --update-goldens"])
+    named = shlex.split(missing.stdout.str().split("record it with: ")[1].splitlines()[0])
+    assert named[0] == "pytest"
+    run(python, project, *named[1:]).assert_outcomes(passed=1)   # the named command records the golden
     assert (golden_dir / "mlp" / "eager-cpu-float32.json").is_file()
     run(python, project, *args).assert_outcomes(passed=1)
 
