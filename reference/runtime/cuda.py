@@ -10,15 +10,18 @@ or the resources (docs/reference.md, "On CUDA"):
   algorithms): HEURISTIC as ORTModule sets it, or cuDNN's fixed default algorithms when torch is
   deterministic (``use_deterministic_compute`` too).
 - Each session is its own provider with its own stream and memory arena: here every session runs
-  on torch's current stream (so no synchronization is needed between torch and onnxruntime), and
-  sessions allocate from one arena per device registered once with the environment.
+  on torch's current stream, or a side stream ordered against it by events (no host
+  synchronization either way), and sessions allocate from one arena per device registered once
+  with the environment.
 :func:`provider_options` is a pure function of torch's flags, tested without a GPU.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import warnings
+from typing import Iterator
 
 import onnxruntime as ort
 import torch
@@ -36,11 +39,41 @@ class TorchFlags:
     stream: int  # the cudaStream_t torch computes on, as an integer
 
     @classmethod
-    def current(cls, device: torch.device) -> "TorchFlags":
-        index = device.index if device.index is not None else torch.cuda.current_device()
+    def current(cls, stream: torch.cuda.Stream) -> "TorchFlags":
+        """torch's flags now, for a session computing on ``stream``."""
         return cls(torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
-                   torch.are_deterministic_algorithms_enabled(), index,
-                   torch.cuda.current_stream(index).cuda_stream)
+                   torch.are_deterministic_algorithms_enabled(), stream.device.index, stream.cuda_stream)
+
+
+_side_streams: dict[int, torch.cuda.Stream] = {}
+
+
+def compute_stream(current: torch.cuda.Stream) -> torch.cuda.Stream:
+    """The stream onnxruntime computes on for torch's ``current`` one: that very stream, except
+    torch's legacy default stream (handle 0), which the provider takes for "no stream" and replaces
+    with one of its own (the first GPU run read outputs before they were written: NaN at step 2).
+    Then a side stream of the device, which :func:`ordered` orders against torch's by events."""
+    if current.cuda_stream != 0:
+        return current
+    index = current.device.index
+    if index not in _side_streams:
+        _side_streams[index] = torch.cuda.Stream(current.device)
+    return _side_streams[index]
+
+
+@contextlib.contextmanager
+def ordered(current: torch.cuda.Stream, stream: torch.cuda.Stream) -> Iterator[None]:
+    """Work enqueued on ``stream`` inside starts after ``current``'s enqueued so far, and
+    ``current``'s later work after it: GPU-side waits, no host synchronization. Inputs torch frees
+    and outputs it reads afterwards are then only touched after onnxruntime is done with them."""
+    if stream is current:
+        yield
+        return
+    stream.wait_stream(current)
+    try:
+        yield
+    finally:
+        current.wait_stream(stream)
 
 
 def provider_options(flags: TorchFlags) -> dict[str, str]:

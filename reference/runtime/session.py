@@ -15,6 +15,7 @@ import torch
 from onnxruntime.capi import _pybind_state as C
 
 from reference.runtime import cuda, pool, threads
+from reference.runtime.kept_axes import keep_reduced_axes
 from reference.runtime.tensors import from_ort, to_ort
 
 _PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
@@ -44,8 +45,8 @@ class Session:
     def __init__(self, model: onnx.ModelProto, device: str = "cpu", arena: bool = True):
         if device not in _PROVIDERS:
             raise ValueError(f"unknown device {device!r}; valid: {', '.join(_PROVIDERS)}")
-        self.device = torch.device(device)
-        self._model = model.SerializeToString()
+        self.device = torch.device(device) if device == "cpu" else torch.device(device, torch.cuda.current_device())
+        self._model = (keep_reduced_axes(model) if device == "cuda" else model).SerializeToString()
         self._arena = arena
         self._owner = next(_owners)
         pool.release_with(self, device, self._owner)
@@ -54,21 +55,21 @@ class Session:
         self.output_names = [value.name for value in session.get_outputs()]
         self.output_types = [value.type for value in session.get_outputs()]  # "tensor(float)", ...
         ort_device = C.OrtDevice(C.OrtDevice.cuda() if device == "cuda" else C.OrtDevice.cpu(), C.OrtDevice.default_memory(),
-                                 self._flags().device_index if device == "cuda" else 0)
+                                 self.device.index or 0)
         self._fetch_devices = [ort_device] * len(self.output_names)
         self._run_options = ort.RunOptions()
         if device == "cuda":  # ordered on torch's stream: nothing to wait for at the end of a run
             self._run_options.add_run_config_entry("disable_synchronize_execution_providers", "1")
 
-    def _flags(self) -> cuda.TorchFlags:
-        return cuda.TorchFlags.current(self.device)
-
     @property
     def inference_session(self) -> ort.InferenceSession:
-        """The live onnxruntime session; on CUDA one per torch stream and numerics flags in force."""
+        """The live onnxruntime session; on CUDA one per compute stream and numerics flags in force."""
         if self.device.type == "cpu":
             return pool.get("cpu", (self._owner,), self._create_cpu)
-        flags = self._flags()
+        return self._cuda_session(cuda.compute_stream(torch.cuda.current_stream(self.device)))
+
+    def _cuda_session(self, stream: torch.cuda.Stream) -> ort.InferenceSession:
+        flags = cuda.TorchFlags.current(stream)
         return pool.get("cuda", (self._owner, flags), lambda: self._create_cuda(flags))
 
     def _create_cpu(self) -> ort.InferenceSession:
@@ -88,6 +89,15 @@ class Session:
         for tensor in inputs:
             feeds.push_back(to_ort(tensor))
         fetches = C.OrtValueVector()
-        self.inference_session._sess.run_with_ortvaluevector(self._run_options, self.input_names, feeds,
-                                                             self.output_names, fetches, self._fetch_devices)
+        if self.device.type == "cpu":
+            self._run(self.inference_session, feeds, fetches)
+        else:
+            current = torch.cuda.current_stream(self.device)
+            stream = cuda.compute_stream(current)
+            with cuda.ordered(current, stream):
+                self._run(self._cuda_session(stream), feeds, fetches)
         return [from_ort(value) for value in fetches]
+
+    def _run(self, session: ort.InferenceSession, feeds: C.OrtValueVector, fetches: C.OrtValueVector) -> None:
+        session._sess.run_with_ortvaluevector(self._run_options, self.input_names, feeds, self.output_names,
+                                              fetches, self._fetch_devices)

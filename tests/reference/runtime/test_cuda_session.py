@@ -43,3 +43,29 @@ def test_hundreds_of_sessions_stay_within_the_providers_bound():
     for session in sessions[:3] + sessions[-3:]:
         (y,) = session.run([a, a])
         assert y.device.type == "cuda" and torch.equal(y, a)
+
+
+def test_runs_on_torchs_default_stream_are_ordered_with_torchs_kernels():
+    """torch's legacy default stream (handle 0) is "no stream" to the provider: the reference then
+    computes on a side stream ordered by events. A chain of runs whose inputs torch frees and whose
+    outputs torch reads at once must give torch's numbers (the first GPU run read NaN here)."""
+    assert torch.cuda.current_stream().cuda_stream == 0
+    session = Session(matmul_model(), "cuda")
+    w = torch.linalg.qr(torch.randn(256, 256, device="cuda"))[0]  # orthogonal: the chain neither grows nor fades
+    x = torch.randn(256, 256, device="cuda")
+    y = x.clone()
+    for _ in range(50):
+        (out,) = session.run([x.clone(), w])  # the clone is freed as soon as run returns
+        x = out * 1.0 + 0.0  # read on torch's stream right away
+        y = (y @ w) * 1.0 + 0.0
+    torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-4)
+
+
+def test_an_empty_reduction_that_drops_its_axis_runs():
+    value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, None)  # noqa: E731
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [0])
+    graph = helper.make_graph([helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)], "sum",
+                              [value("x")], [value("y")], [axes])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)
+    (y,) = Session(model, "cuda").run([torch.zeros(0, 3, device="cuda")])
+    assert torch.equal(y, torch.zeros(3, device="cuda"))
