@@ -82,7 +82,9 @@ def provider_options(flags: TorchFlags) -> dict[str, str]:
         "device_id": str(flags.device_index),
         "use_tf32": "1" if flags.matmul_tf32 and flags.cudnn_tf32 else "0",
         "cudnn_conv_algo_search": "DEFAULT" if flags.deterministic else "HEURISTIC",
-        "cudnn_conv_use_max_workspace": "1",
+        # cuDNN's largest workspaces stay in the arena once taken (ORTModule sets 1 but allocates
+        # through torch's cache): one H200 worker held 45 GiB; 32 MiB at most instead
+        "cudnn_conv_use_max_workspace": "0",
         "has_user_compute_stream": "1",
         "user_compute_stream": str(flags.stream),
         "arena_extend_strategy": "kSameAsRequested",

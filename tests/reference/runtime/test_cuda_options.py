@@ -33,3 +33,7 @@ def test_sessions_run_on_torchs_stream_and_device():
 
 def test_options_are_strings_as_onnxruntime_takes_them():
     assert all(isinstance(k, str) and isinstance(v, str) for k, v in provider_options(flags()).items())
+
+
+def test_convolution_workspaces_stay_small():
+    assert provider_options(flags())["cudnn_conv_use_max_workspace"] == "0"
