@@ -26,15 +26,23 @@ def global_pool_size() -> int | None:
 
 def configure(options: ort.SessionOptions) -> ort.SessionOptions:
     """Give ``options`` the process's thread budget: torch's thread count at the first session that
-    needs more than one (the pool cannot be resized later; a later budget change keeps that size)."""
+    needs more than one (the pool cannot be resized later; a later budget change keeps that size).
+
+    Once the global pool exists, onnxruntime refuses every session of the process that asks for
+    threads of its own ("use_per_session_threads must be false when using a global thread pool"),
+    one-thread sessions included: from then on all take the global pool, and code beside the
+    reference must build its sessions on :func:`reference.runtime.session_options` too."""
     global _global_pool_size
     wanted = torch.get_num_threads()
     options.inter_op_num_threads = 1
-    if wanted == 1:
+    if wanted == 1 and _global_pool_size is None:
         options.intra_op_num_threads = 1  # no pool: results as with one thread, and no thread made
         return options
     with _lock:
         if _global_pool_size is None:
+            if not hasattr(ort, "set_global_thread_pool_sizes"):  # training builds (1.19.2) lack it
+                options.intra_op_num_threads = wanted
+                return options
             ort.set_global_thread_pool_sizes(wanted, 1)
             _global_pool_size = wanted
     options.use_per_session_threads = False

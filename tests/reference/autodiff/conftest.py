@@ -17,6 +17,7 @@ import torch
 from onnx import helper
 
 from reference.autodiff import GradientGraphs, build_gradient_graphs
+from reference.runtime import threads
 
 
 class Fn(torch.nn.Module):
@@ -65,9 +66,7 @@ def export(module: torch.nn.Module, args: Sequence[torch.Tensor], dynamic: bool 
 
 
 def session(model: onnx.ModelProto) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
+    options = threads.configure(ort.SessionOptions())  # the process's pool once the reference made one
     options.log_severity_level = 3
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 

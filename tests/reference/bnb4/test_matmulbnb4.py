@@ -18,6 +18,7 @@ from onnx import TensorProto, helper
 from ortcheck.checks import assert_tensor_matches_oracle, nudged
 from ortcheck.strategies.bnb4 import ORT_CPU_BLOCK_SIZES, Weight4Bit, weights_4bit
 from reference.bnb4 import dequantize, quantize
+from reference.runtime import threads
 
 
 def matmul_bnb4(a: torch.Tensor, weight: Weight4Bit, trans_b: int, training_mode: int = 0, block_size=None,
@@ -35,7 +36,8 @@ def matmul_bnb4(a: torch.Tensor, weight: Weight4Bit, trans_b: int, training_mode
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
     model = helper.make_model(graph, ir_version=8, opset_imports=[helper.make_opsetid("", 17),
                                                                   helper.make_opsetid("com.microsoft", 1)])
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    options = threads.configure(ort.SessionOptions())  # the process's pool once the reference made one
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     (y,) = session.run(None, {"A": a.numpy(), "B": packed.data.numpy(), "absmax": packed.absmax.numpy()})
     return torch.from_numpy(y)
 

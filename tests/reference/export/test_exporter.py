@@ -3,6 +3,7 @@ import torch
 
 from reference import nested_io
 from reference.export import export_module
+from reference.runtime import threads
 
 
 def _export(module, *args, training=True):
@@ -43,7 +44,8 @@ def _runs_like_eager(module, x):
     import onnxruntime
 
     exported = _export(module, x)
-    session = onnxruntime.InferenceSession(exported.model.SerializeToString(), providers=["CPUExecutionProvider"])
+    options = threads.configure(onnxruntime.SessionOptions())  # the process's pool once the reference made one
+    session = onnxruntime.InferenceSession(exported.model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     state = dict(module.named_parameters())
     feeds = {session.get_inputs()[0].name: x.numpy(),
              **{name: state[key].detach().numpy() for name, key in zip(exported.state_names, exported.state_keys)}}

@@ -10,6 +10,7 @@ from torch import nn
 
 from reference import nested_io
 from reference.export import export_module
+from reference.runtime import threads
 
 STATISTICS = ("running_mean", "running_var", "num_batches_tracked")
 
@@ -21,7 +22,8 @@ def _export(module, x, training):
 
 def _run(exported, module, x, state):
     """One call of the graph on ``state`` (key -> tensor): the output and the new state."""
-    session = onnxruntime.InferenceSession(exported.model.SerializeToString(), providers=["CPUExecutionProvider"])
+    options = threads.configure(onnxruntime.SessionOptions())  # the process's pool once the reference made one
+    session = onnxruntime.InferenceSession(exported.model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     wanted = {value.name for value in session.get_inputs()}
     feeds = {exported.input_names[0]: x.numpy(),
              **{name: state[key].detach().numpy() for name, key in zip(exported.state_names, exported.state_keys)}}

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from reference.runtime.kept_axes import REDUCTIONS, keep_reduced_axes
+from reference.runtime import threads
 
 
 def reduction_model(op: str, rank: int, axes: list[int] | None, opset: int):
@@ -25,7 +26,8 @@ def reduction_model(op: str, rank: int, axes: list[int] | None, opset: int):
 
 
 def run(model, x):
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    options = threads.configure(ort.SessionOptions())  # the process's pool once the reference made one
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     return session.run(None, {"x": x})[0]
 
 

@@ -4,10 +4,11 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from reference.runtime import threads
 
 
 def _run(model, feeds, level):
-    options = ort.SessionOptions()
+    options = threads.configure(ort.SessionOptions())
     options.graph_optimization_level = level
     options.log_severity_level = 4
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"]).run(None, feeds)

@@ -31,3 +31,12 @@ def test_three_hundred_sessions_add_at_most_one_pool_of_torchs_thread_count(torc
     assert live >= 300
     # the global pool: torch_threads - 1 workers (the caller computes too), none at one thread
     assert after - before <= torch_threads - 1, f"{after - before} threads added by 300 sessions"
+
+
+def test_once_the_global_pool_exists_one_thread_sessions_use_it_too():
+    """onnxruntime refuses a session with threads of its own once a global pool exists: a process
+    whose torch went from several threads to one (the convergence runner pins one) still builds."""
+    program = PROGRAM.replace("sessions = [Session(model) for _ in range(300)]",
+                              "sessions = [Session(model)]; torch.set_num_threads(1); sessions += [Session(model) for _ in range(3)]")
+    result = subprocess.run([sys.executable, "-c", program, "3"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
