@@ -1,0 +1,29 @@
+"""The walk every CUDA form shares: each node of a graph (and of its subgraphs) replaced by the
+nodes a rewrite returns for it, on a copy of the model."""
+from __future__ import annotations
+
+from typing import Callable
+
+import onnx
+
+Rewrite = Callable[[onnx.GraphProto, onnx.NodeProto], "list[onnx.NodeProto] | None"]
+
+
+def rewrite_nodes(model: onnx.ModelProto, rewrite: Rewrite) -> onnx.ModelProto:
+    """A copy of ``model`` where each node ``rewrite`` answers for (a list) is replaced by that list;
+    ``None`` keeps the node. ``rewrite`` may add initializers to the graph it is given."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    _walk(model.graph, rewrite)
+    return model
+
+
+def _walk(graph: onnx.GraphProto, rewrite: Rewrite) -> None:
+    nodes = []
+    for node in graph.node:
+        for attribute in node.attribute:
+            for subgraph in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                _walk(subgraph, rewrite)
+        replaced = rewrite(graph, node)
+        nodes.extend([node] if replaced is None else replaced)
+    del graph.node[:]
+    graph.node.extend(nodes)
