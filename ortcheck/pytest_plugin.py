@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from ortcheck import impls, machine, manifest, profiles, threadbudget
+from ortcheck import impls, machine, manifest, profiles, seed, threadbudget
 from ortcheck.fpenv import SubnormalsOn
 from ortcheck.heap import FrozenHeap
 from ortcheck.impls import DEVICES, Implementation, Options
@@ -49,6 +49,12 @@ def pytest_addoption(parser):
                          "Run with xdist (-n) so a hang or a crash costs one property, not the run")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Before any plugin's ``pytest_configure``: the run's hypothesis seed, which hypothesis' reads."""
+    seed.choose(config)
+
+
 def pytest_configure(config):
     for marker in ("gpu: needs a CUDA device (run with --device cuda)",
                    "nightly: long-running; runs with --nightly",
@@ -69,6 +75,7 @@ def pytest_configure(config):
         # leaves the rest of their tests unrun; here a crash is a finding, and ORTModule has more
         # than 8 of them.
         config.option.maxworkerrestart = str(MAX_WORKER_RESTARTS)
+    config.pluginmanager.register(seed.RunSeed(config), "ortcheck-run-seed")
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         config.stash[_REPORTED_KEY] = set()
         config.pluginmanager.register(_ReportedTests(config.stash[_REPORTED_KEY]), "ortcheck-reported-tests")

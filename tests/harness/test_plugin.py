@@ -1,5 +1,6 @@
 """The plugin end to end, through pytester: mutants are caught, manifests are strict, bad options fail clearly."""
 import dataclasses
+import re
 import shlex
 import shutil
 import textwrap
@@ -294,3 +295,47 @@ def test_collect_findings_drafts_a_manifest_entry_per_unexpected_failure(python,
     assert finding.reason.startswith("call: ") and len(finding.reason) > len("call: ")
     assert "clones_tensors" in drafts.read_text().splitlines()[3]  # grouped under its implementation
     assert "drawn(" in finding.reproduction or "test_roundtrip" in finding.reproduction
+
+
+DRAWS = """
+    import pathlib
+    from hypothesis import given, strategies as st
+
+    @given(st.integers())
+    def test_one(x):
+        with open("draws-one.txt", "a") as f:
+            f.write(f"{x}\\n")
+
+    @given(st.integers())
+    def test_two(x):
+        with open("draws-two.txt", "a") as f:
+            f.write(f"{x}\\n")
+"""
+
+
+def _draws(project):
+    return {name: (project.path / f"draws-{name}.txt").read_text() for name in ("one", "two")}
+
+
+def test_a_random_run_prints_its_seed_and_replays_with_it_even_across_xdist_workers(python, project):
+    project.makepyfile(test_draws=textwrap.dedent(DRAWS))
+    first = run(python, project, "test_draws.py", "-n", "2")
+    first.assert_outcomes(passed=2)
+    (line,) = [line for line in first.outlines if line.startswith("ortcheck: hypothesis seed")]
+    seed = re.fullmatch(r"ortcheck: hypothesis seed (\d+) \(profile dev; replay: --hypothesis-seed=(\d+) "
+                        r"--hypothesis-profile=dev\)", line).group(1)
+    drawn = _draws(project)
+    for name in ("one", "two"):
+        (project.path / f"draws-{name}.txt").unlink()
+    replayed = run(python, project, "test_draws.py", "-p", "no:xdist", f"--hypothesis-seed={seed}", "-q")
+    replayed.assert_outcomes(passed=2)
+    assert _draws(project) == drawn  # the workers drew with the printed seed, not seeds of their own
+    replayed.stdout.fnmatch_lines([f"ortcheck: hypothesis seed {seed} (profile dev*"])  # -q: after the results
+
+
+def test_a_derandomized_run_says_it_has_no_seed(python, project):
+    project.makepyfile(test_draws=textwrap.dedent(DRAWS))
+    result = run(python, project, "test_draws.py", "--hypothesis-profile", "ci", "--hypothesis-seed", "5")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["ortcheck: hypothesis derandomized (profile ci): every run draws the same examples; "
+                                 "--hypothesis-seed=5 has no effect"])
