@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from ortcheck import watchdog
 from ortcheck.strategies import FEATURES
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDTRIP_TESTS = len(FEATURES) + 1  # test_roundtrip per feature, and the deep-nesting one
 MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOneUlp", "GradientsOffByOnePermille",
-           "ReexportsOnNewSizes", "OneGraphSlot", "WhereGradToWrongBranch", "Segfaults", "Hangs", "RecomputeRedrawsDropout", "RecomputeOverClaims",
+           "ReexportsOnNewSizes", "OneGraphSlot", "WhereGradToWrongBranch", "Segfaults", "Hangs", "HoldsTheGil", "RecomputeRedrawsDropout", "RecomputeOverClaims",
            "RecomputeAppliesOneLess", "IgnoresNewMemoryOptions", "NumberBlindSchema", "Bnb4GradOtherCodeBook", "Bnb4WeightGetsZeroGrad",
            "BackwardOverwritesGrads", "WritesGradsAroundAutograd"]
 
@@ -295,6 +296,33 @@ def test_collect_findings_drafts_a_manifest_entry_per_unexpected_failure(python,
     assert finding.reason.startswith("call: ") and len(finding.reason) > len("call: ")
     assert "clones_tensors" in drafts.read_text().splitlines()[3]  # grouped under its implementation
     assert "drawn(" in finding.reproduction or "test_roundtrip" in finding.reproduction
+
+
+def test_a_hang_holding_the_gil_is_killed_from_outside_and_fails_one_property_naming_its_draw(python, project):
+    """The worker sits in native code holding the GIL, where pytest-timeout's timer thread could not
+    fire: the watchdog kills it at the bound, xdist replaces it, and the next test (on that worker:
+    -n 1) passes."""
+    nodeid = "suites/test_numerics.py::test_layernorm_is_as_accurate_as_eager"
+    result = run(python, project, nodeid, "--impl", "holds_the_gil,eager", "-n", "1", "--impl-timeout", "5",
+                 "--hypothesis-seed", "4321")
+    result.assert_outcomes(passed=1, failed=1)
+    output = result.stdout.str()
+    assert f"crashed while running '{nodeid}[holds_the_gil]'" in output
+    assert re.search(rf"ortcheck watchdog: {re.escape(nodeid)}\[holds_the_gil\] ran past its time bound of 5 s and was "
+                     r"killed from outside its process .*; last draw \(example 1\): offset=.*, width=.*, spread=.*, "
+                     rf"seed=.*; replay: pytest '{re.escape(nodeid)}\[holds_the_gil\]' --hypothesis-seed=4321 "
+                     r"--hypothesis-profile=dev", output)
+    assert "in hold_the_gil" in output  # the Python stacks at the kill, dumped without the GIL
+
+
+def test_without_xdist_the_watchdog_ends_the_run_and_says_what_it_ended(python, project):
+    nodeid = "suites/test_numerics.py::test_layernorm_is_as_accurate_as_eager[holds_the_gil]"
+    result = run(python, project, nodeid, "--impl", "holds_the_gil", "--impl-timeout", "3")
+    assert result.ret == -watchdog.DUMP_SIGNAL
+    errors = result.stderr.str()
+    assert "in hold_the_gil" in errors
+    assert f"ortcheck watchdog: {nodeid} ran past its time bound of 3 s" in errors
+    assert re.search(r"replay: pytest '.*' --hypothesis-seed=\d+ --hypothesis-profile=dev", errors)
 
 
 DRAWS = """
