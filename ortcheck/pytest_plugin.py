@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from ortcheck import impls, machine, manifest, profiles, threadbudget
+from ortcheck import impls, machine, manifest, profiles, seed, threadbudget, timebound
 from ortcheck.fpenv import SubnormalsOn
 from ortcheck.heap import FrozenHeap
 from ortcheck.impls import DEVICES, Implementation, Options
@@ -49,6 +49,12 @@ def pytest_addoption(parser):
                          "Run with xdist (-n) so a hang or a crash costs one property, not the run")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Before any plugin's ``pytest_configure``: the run's hypothesis seed, which hypothesis' reads."""
+    seed.choose(config)
+
+
 def pytest_configure(config):
     for marker in ("gpu: needs a CUDA device (run with --device cuda)",
                    "nightly: long-running; runs with --nightly",
@@ -69,7 +75,9 @@ def pytest_configure(config):
         # leaves the rest of their tests unrun; here a crash is a finding, and ORTModule has more
         # than 8 of them.
         config.option.maxworkerrestart = str(MAX_WORKER_RESTARTS)
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+    config.pluginmanager.register(seed.RunSeed(config), "ortcheck-run-seed")
+    config.pluginmanager.register(timebound.plugin_for(config), "ortcheck-time-bound")
+    if timebound.is_xdist_controller(config):
         config.stash[_REPORTED_KEY] = set()
         config.pluginmanager.register(_ReportedTests(config.stash[_REPORTED_KEY]), "ortcheck-reported-tests")
     config.pluginmanager.register(FrozenHeap(), "ortcheck-frozen-heap")  # ORTModule's gc.collect per export
@@ -159,10 +167,8 @@ def pytest_collection_modifyitems(config, items):
         impl_name = callspec.params.get("impl") if callspec else None
         if impl_name:
             item.user_properties.append(("ortcheck_impl", impl_name))
-            if timeout and not item.get_closest_marker("timeout"):
-                # thread method: a hang inside native code never returns to Python for a signal to land;
-                # the worker is ended instead, and xdist reports the property as failed and goes on.
-                item.add_marker(pytest.mark.timeout(timeout, method="thread"))
+            if timeout:  # enforced from outside the process: a hang may hold the GIL (ortcheck/watchdog.py)
+                timebound.bound(item, timeout)
         finding = manifest.first_match(findings.get(impl_name, []), item.nodeid)
         if finding:
             matched.add(finding)

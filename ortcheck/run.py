@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     exit_code = pytest.main(pytest_args(args), plugins=[collector])
     matrix = ConformanceMatrix.from_outcomes_by_family(collector.outcomes)
     print("\nortcheck conformance matrix\n" + matrix.to_text())
-    write_reports(args, matrix, exit_code, collector.outcomes, collector.convergence, collector.memory_plans)
+    write_reports(args, matrix, exit_code, collector.outcomes, collector.convergence, collector.memory_plans,
+                  collector.hypothesis)
     if exit_code == pytest.ExitCode.NO_TESTS_COLLECTED or not matrix.cells:
         print("ortcheck run: no tests ran")
         return 1
@@ -56,14 +57,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_reports(args: argparse.Namespace, matrix: ConformanceMatrix, exit_code: int, outcomes: list[Outcome],
-                  convergence: list[dict] = (), memory_plans: list[dict] = ()) -> None:
+                  convergence: list[dict] = (), memory_plans: list[dict] = (), hypothesis: dict | None = None) -> None:
+    """``hypothesis``: the run's seed (``hypothesis_seed``, None when derandomized) and its line."""
     import torch
 
     environment = {"python": platform.python_version(), "torch": torch.__version__, "device": args.device,
                    "impl": args.impl, "machine": machine.describe(args.device), "shard": args.shard,
                    "selection": " ".join(f"{flag} {value!r}" for flag, value in (("-k", args.keyword), ("-m", args.markers))
                                          if value),
-                   "pytest_exit_code": int(exit_code),
+                   **(hypothesis or {}), "pytest_exit_code": int(exit_code),
                    "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     summary = {"environment": environment, "conformance": matrix.to_json(),
                "outcomes": [dataclasses.asdict(o) for o in outcomes],

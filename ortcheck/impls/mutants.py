@@ -3,6 +3,7 @@ about. Never registered: the harness's tests register them to prove a property c
 ``bench/shrink_time.py`` times how long their failures take to shrink. They subclass the adapters,
 so they live beside them."""
 import contextlib
+import ctypes
 import dataclasses
 import os
 import signal
@@ -216,6 +217,22 @@ class Hangs(EagerImpl):
 
     def wrap(self, module, options=Options()):
         time.sleep(3600)
+
+
+def hold_the_gil(seconds: int) -> None:
+    """Sleep in native code without releasing the GIL (``ctypes.PyDLL`` keeps it across the call): no
+    other thread of the process runs meanwhile, pytest-timeout's timer thread included."""
+    ctypes.PyDLL(None).sleep(seconds)
+
+
+class HoldsTheGil(EagerImpl):
+    """Never returns from wrap, stuck in native code holding the GIL (as ORTModule's run_backward was
+    seen to): nothing inside the process can end it, only the watchdog outside."""
+    name = "holds_the_gil"
+
+    def wrap(self, module, options=Options()):
+        while True:  # libc's sleep returns early when a signal is handled
+            hold_the_gil(3600)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from ortcheck import seed
+
 _PARAMS = re.compile(r"\[(.*)\]$")
 # worst first: a property's cell shows the worst outcome among its parametrized items. "n/a": the
 # property does not apply to the implementation (a capability it lacks); "skip": it could run
@@ -37,6 +39,10 @@ class ResultCollector:
         self.outcomes: list[Outcome] = []
         self.convergence: list[dict] = []  # user properties of convergence tests (reports, deviations)
         self.memory_plans: list[dict] = []  # memory-optimizer plan tables the recompute suite attached
+        self.hypothesis: dict = {}  # the run's seed, so the report says how to replay it
+
+    def pytest_configure(self, config):
+        self.hypothesis = {"hypothesis": seed.describe(config), "hypothesis_seed": seed.of(config)}
 
     def pytest_runtest_logreport(self, report):
         status = _status(report)

@@ -20,6 +20,9 @@ def test_run_prints_the_matrix_and_writes_both_reports(python, tmp_path):
     assert {c["property"] for c in cells} >= {"suites/test_io_roundtrip.py::test_roundtrip[core]"}
     report = (tmp_path / "summary.md").read_text()
     assert "### `suites/test_io_roundtrip.py`" in report and "| `test_roundtrip[core]` | pass |" in report
+    seed = summary["environment"]["hypothesis_seed"]  # drawn by the run (dev is random), printed, recorded
+    line = f"hypothesis seed {seed} (profile dev; replay: --hypothesis-seed={seed} --hypothesis-profile=dev)"
+    assert isinstance(seed, int) and f"ortcheck: {line}" in result.stdout and f"- hypothesis: {line}" in report
 
 
 def test_run_writes_the_memory_optimizer_plan_table(python, tmp_path):

@@ -21,7 +21,8 @@ ORTCHECK_LAYERS = (
     ("ortcheck.convergence",),
     ("ortcheck.cli", "ortcheck.run", "ortcheck.golden_cli", "ortcheck.pytest_plugin", "ortcheck.report",
      "ortcheck.delivery_modes", "ortcheck.profiles", "ortcheck.manifest", "ortcheck.conditions",
-     "ortcheck.envsetup", "ortcheck.heap", "ortcheck.fpenv", "ortcheck.threadbudget", "ortcheck"),
+     "ortcheck.envsetup", "ortcheck.heap", "ortcheck.fpenv", "ortcheck.threadbudget", "ortcheck.seed",
+     "ortcheck.timebound", "ortcheck.watchdog", "ortcheck"),
 )
 # The pipeline's stages in import order: pipeline order, except that the bnb4 codec sits below
 # autodiff, whose MatMulBnb4 rule reads its code book.

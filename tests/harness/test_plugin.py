@@ -1,5 +1,6 @@
 """The plugin end to end, through pytester: mutants are caught, manifests are strict, bad options fail clearly."""
 import dataclasses
+import re
 import shlex
 import shutil
 import textwrap
@@ -7,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from ortcheck import watchdog
 from ortcheck.strategies import FEATURES
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDTRIP_TESTS = len(FEATURES) + 1  # test_roundtrip per feature, and the deep-nesting one
 MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOneUlp", "GradientsOffByOnePermille",
-           "ReexportsOnNewSizes", "OneGraphSlot", "WhereGradToWrongBranch", "Segfaults", "Hangs", "RecomputeRedrawsDropout", "RecomputeOverClaims",
+           "ReexportsOnNewSizes", "OneGraphSlot", "WhereGradToWrongBranch", "Segfaults", "Hangs", "HoldsTheGil", "RecomputeRedrawsDropout", "RecomputeOverClaims",
            "RecomputeAppliesOneLess", "IgnoresNewMemoryOptions", "NumberBlindSchema", "Bnb4GradOtherCodeBook", "Bnb4WeightGetsZeroGrad",
            "BackwardOverwritesGrads", "WritesGradsAroundAutograd"]
 
@@ -294,3 +296,74 @@ def test_collect_findings_drafts_a_manifest_entry_per_unexpected_failure(python,
     assert finding.reason.startswith("call: ") and len(finding.reason) > len("call: ")
     assert "clones_tensors" in drafts.read_text().splitlines()[3]  # grouped under its implementation
     assert "drawn(" in finding.reproduction or "test_roundtrip" in finding.reproduction
+
+
+def test_a_hang_holding_the_gil_is_killed_from_outside_and_fails_one_property_naming_its_draw(python, project):
+    """The worker sits in native code holding the GIL, where pytest-timeout's timer thread could not
+    fire: the watchdog kills it at the bound, xdist replaces it, and the next test (on that worker:
+    -n 1) passes."""
+    nodeid = "suites/test_numerics.py::test_layernorm_is_as_accurate_as_eager"
+    result = run(python, project, nodeid, "--impl", "holds_the_gil,eager", "-n", "1", "--impl-timeout", "5",
+                 "--hypothesis-seed", "4321")
+    result.assert_outcomes(passed=1, failed=1)
+    output = result.stdout.str()
+    assert f"crashed while running '{nodeid}[holds_the_gil]'" in output
+    assert re.search(rf"ortcheck watchdog: {re.escape(nodeid)}\[holds_the_gil\] ran past its time bound of 5 s and was "
+                     r"killed from outside its process .*; last draw \(example 1\): offset=.*, width=.*, spread=.*, "
+                     rf"seed=.*; replay: pytest '{re.escape(nodeid)}\[holds_the_gil\]' --hypothesis-seed=4321 "
+                     r"--hypothesis-profile=dev", output)
+    assert "in hold_the_gil" in output  # the Python stacks at the kill, dumped without the GIL
+
+
+def test_without_xdist_the_watchdog_ends_the_run_and_says_what_it_ended(python, project):
+    nodeid = "suites/test_numerics.py::test_layernorm_is_as_accurate_as_eager[holds_the_gil]"
+    result = run(python, project, nodeid, "--impl", "holds_the_gil", "--impl-timeout", "3")
+    assert result.ret == -watchdog.DUMP_SIGNAL
+    errors = result.stderr.str()
+    assert "in hold_the_gil" in errors
+    assert f"ortcheck watchdog: {nodeid} ran past its time bound of 3 s" in errors
+    assert re.search(r"replay: pytest '.*' --hypothesis-seed=\d+ --hypothesis-profile=dev", errors)
+
+
+DRAWS = """
+    import pathlib
+    from hypothesis import given, strategies as st
+
+    @given(st.integers())
+    def test_one(x):
+        with open("draws-one.txt", "a") as f:
+            f.write(f"{x}\\n")
+
+    @given(st.integers())
+    def test_two(x):
+        with open("draws-two.txt", "a") as f:
+            f.write(f"{x}\\n")
+"""
+
+
+def _draws(project):
+    return {name: (project.path / f"draws-{name}.txt").read_text() for name in ("one", "two")}
+
+
+def test_a_random_run_prints_its_seed_and_replays_with_it_even_across_xdist_workers(python, project):
+    project.makepyfile(test_draws=textwrap.dedent(DRAWS))
+    first = run(python, project, "test_draws.py", "-n", "2")
+    first.assert_outcomes(passed=2)
+    (line,) = [line for line in first.outlines if line.startswith("ortcheck: hypothesis seed")]
+    seed = re.fullmatch(r"ortcheck: hypothesis seed (\d+) \(profile dev; replay: --hypothesis-seed=(\d+) "
+                        r"--hypothesis-profile=dev\)", line).group(1)
+    drawn = _draws(project)
+    for name in ("one", "two"):
+        (project.path / f"draws-{name}.txt").unlink()
+    replayed = run(python, project, "test_draws.py", "-p", "no:xdist", f"--hypothesis-seed={seed}", "-q")
+    replayed.assert_outcomes(passed=2)
+    assert _draws(project) == drawn  # the workers drew with the printed seed, not seeds of their own
+    replayed.stdout.fnmatch_lines([f"ortcheck: hypothesis seed {seed} (profile dev*"])  # -q: after the results
+
+
+def test_a_derandomized_run_says_it_has_no_seed(python, project):
+    project.makepyfile(test_draws=textwrap.dedent(DRAWS))
+    result = run(python, project, "test_draws.py", "--hypothesis-profile", "ci", "--hypothesis-seed", "5")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["ortcheck: hypothesis derandomized (profile ci): every run draws the same examples; "
+                                 "--hypothesis-seed=5 has no effect"])
