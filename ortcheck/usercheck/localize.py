@@ -69,7 +69,7 @@ def localize(subject, report_dir=None) -> Localization:
         from ortcheck.usercheck.repro import write_repro
 
         repro = str(write_repro(report_dir, impl, options, modules[current], captured[current] if current else batch,
-                                current or "model", None if current else subject.loss_fn))
+                                current or "model"))
     return Localization(current, type(modules[current]).__name__, failure, tuple(tree), op, repro)
 
 
