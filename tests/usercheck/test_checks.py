@@ -45,3 +45,12 @@ def test_state_dict_round_trip_compares_after_a_step():
     """grad_scaled moves the parameters off eager's in the step before the state_dict is taken."""
     result = _check(mutants.GradientsOffByOnePermille(), ("state_dict round trip",))
     assert result.outcomes[0].status == FAIL and "load_state_dict" in result.outcomes[0].detail
+
+
+def test_assert_trains_like_eager_from_the_package_root():
+    import ortcheck
+
+    assert ortcheck.assert_trains_like_eager(targets.mlp, targets.mlp_batch, impl="eager", steps=1).ok
+    with pytest.raises(AssertionError, match="FAIL  gradients"):
+        ortcheck.assert_trains_like_eager(targets.mlp, targets.mlp_batch, impl=mutants.GradientsOffByOnePermille(),
+                                          checks=("gradients",), localize_failures=False)
