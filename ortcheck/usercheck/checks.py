@@ -1,7 +1,7 @@
 """The checks on one user model, each judged by the float64 oracle or the transition contract.
 
 One function per check, taking a :class:`Subject` and returning a detail line; an AssertionError
-inside becomes FAIL with its message, and a check that does not apply raises :class:`NotApplicable`
+inside becomes FAIL with its message (as does an exception of the pipeline), and a check that does not apply raises :class:`NotApplicable`
 with the reason (n/a, as in the matrix). Each check starts from fresh copies of the model, so one failure
 cannot leak into the next.
 """
@@ -128,6 +128,9 @@ def run_check(name: str, subject: Subject) -> Outcome:
         return Outcome(name, NA, str(reason))
     except AssertionError as error:
         return Outcome(name, FAIL, str(error).splitlines()[0] if str(error) else "assertion failed")
+    except Exception as error:  # the pipeline crashed (inputs were validated in eager before any check)
+        first = (str(error).strip().splitlines() or [""])[0]
+        return Outcome(name, FAIL, f"the implementation raised {type(error).__name__}: {first}")
 
 
 def _train(subject: Subject, modules: dict, steps: int) -> dict[str, dict[str, list[float]]]:

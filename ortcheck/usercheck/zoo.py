@@ -11,7 +11,7 @@ import functools
 
 from ortcheck.models import hf
 
-LENGTH = 8
+LENGTHS = {2: 8}  # tokens per batch size; any other size gets 5, so "another size" changes both axes
 
 
 def loss(outputs):
@@ -20,7 +20,7 @@ def loss(outputs):
 
 
 def _batch(name: str, size: int):
-    return hf.ARCHITECTURES[name].example(seed=size, batch=size, length=LENGTH)
+    return hf.ARCHITECTURES[name].example(seed=size, batch=size, length=LENGTHS.get(size, 5))
 
 
 def __getattr__(name: str):

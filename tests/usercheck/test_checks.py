@@ -54,3 +54,24 @@ def test_assert_trains_like_eager_from_the_package_root():
     with pytest.raises(AssertionError, match="FAIL  gradients"):
         ortcheck.assert_trains_like_eager(targets.mlp, targets.mlp_batch, impl=mutants.GradientsOffByOnePermille(),
                                           checks=("gradients",), localize_failures=False)
+
+
+class _CrashesOnNewSizes(mutants.EagerImpl):
+    name = "crashes_on_new_sizes"
+
+    def wrap(self, module, options=None):
+        sizes = []
+
+        def refuse(_, args):
+            sizes.append(args[0].shape)
+            if sizes[0] != args[0].shape:
+                raise RuntimeError("Reshape: the graph kept the first batch's size")
+
+        module.register_forward_pre_hook(refuse)
+        return module
+
+
+def test_a_crash_of_the_pipeline_is_a_failure_with_its_message():
+    outcome = _check(_CrashesOnNewSizes(), ("new batch size",)).outcomes[0]
+    assert outcome.status == FAIL and outcome.detail == (
+        "the implementation raised RuntimeError: Reshape: the graph kept the first batch's size")
