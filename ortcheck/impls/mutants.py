@@ -386,3 +386,47 @@ class WritesGradsAroundAutograd(EagerImpl):
 
     def wrap(self, module, options=Options()):
         return _WritesGrads(module)
+
+
+def _softmax_without_the_sum(ctx, node):
+    """Softmax's rule missing the ``- sum(dy * y)`` term: dx = y * dy."""
+    return {0: ctx.mul(ctx.forward(node.output(0)), node.grad())}
+
+
+def _sigmoid_from_the_input(ctx, node):
+    """Sigmoid's derivative taken as x (1 - x) of the input instead of y (1 - y) of the output."""
+    x = ctx.forward(node.input(0))
+    return {0: ctx.mul(node.grad(), ctx.mul(x, ctx.sub(ctx.scalar(1, like=node.output(0)), x)))}
+
+
+def _tanh_without_the_square(ctx, node):
+    """tanh's derivative as 1 - y instead of 1 - y²."""
+    return {0: ctx.mul(node.grad(), ctx.sub(ctx.scalar(1, like=node.output(0)), ctx.forward(node.output(0))))}
+
+
+class SoftmaxGradWithoutSum(_RuleReplaced):
+    """The reference with a Softmax gradient missing its sum term: every attention's gradient is off,
+    the forward right. The localizer must name Softmax and the attention module that calls it."""
+    name = "softmax_grad_without_sum"
+    op_type = "Softmax"
+    rule = staticmethod(_softmax_without_the_sum)
+
+
+class SigmoidGradFromInput(_RuleReplaced):
+    """The reference with a wrong Sigmoid rule: SiLU exports to Sigmoid and Mul, so every SiLU MLP
+    (llama's) gets a wrong gradient."""
+    name = "sigmoid_grad_from_input"
+    op_type = "Sigmoid"
+    rule = staticmethod(_sigmoid_from_the_input)
+
+
+class TanhGradWithoutSquare(_RuleReplaced):
+    """The reference with a wrong Tanh rule: GELU's tanh form (gpt2's MLP) gets a wrong gradient."""
+    name = "tanh_grad_without_square"
+    op_type = "Tanh"
+    rule = staticmethod(_tanh_without_the_square)
+
+
+# The positive controls that break one op (its gradient rule), for the localizer's tests.
+ONE_OP_MUTANTS = (WhereGradToWrongBranch, Bnb4GradOtherCodeBook, SoftmaxGradWithoutSum, SigmoidGradFromInput,
+                  TanhGradWithoutSquare)

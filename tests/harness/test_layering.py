@@ -19,6 +19,7 @@ ORTCHECK_LAYERS = (
     ("ortcheck.impls",),
     ("ortcheck.stateful",),
     ("ortcheck.convergence",),
+    ("ortcheck.usercheck",),
     ("ortcheck.cli", "ortcheck.run", "ortcheck.golden_cli", "ortcheck.pytest_plugin", "ortcheck.report",
      "ortcheck.delivery_modes", "ortcheck.profiles", "ortcheck.manifest", "ortcheck.conditions",
      "ortcheck.envsetup", "ortcheck.heap", "ortcheck.fpenv", "ortcheck.threadbudget", "ortcheck.seed",

@@ -1,0 +1,50 @@
+"""The Python API: ``check_model`` returns a :class:`CheckResult`; ``assert_trains_like_eager`` is
+the one line a user puts in their own pytest suite."""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from ortcheck import impls
+from ortcheck.impls.base import Implementation, Options
+from ortcheck.usercheck.checks import CHECKS, Subject, run_check
+from ortcheck.usercheck.localize import localize
+from ortcheck.usercheck.result import FAIL, CheckResult
+from ortcheck.usercheck.targets import build_model, default_loss, make_batch, validate
+
+
+def check_model(model: torch.nn.Module | Callable[[], torch.nn.Module], batch: Callable[[int], object],
+                loss: Callable | None = None, *, impl: str | Implementation = impls.DEFAULT, device: str = "cpu", steps: int = 3,
+                optimizer: str = "sgd", checks: tuple[str, ...] | None = None, localize_failures: bool = True,
+                report_dir=None, target: str | None = None) -> CheckResult:
+    """Check that ``model`` (or a factory returning it) trains through ``impl`` as in eager PyTorch.
+
+    ``batch(size)`` returns one call's inputs (a dict: keyword arguments; a tuple: positional; else one
+    argument); ``loss(outputs)`` a scalar (default: the sum of the floating outputs). Raises
+    :class:`UserInputError` for inputs that cannot be checked; returns the outcome of every check and,
+    when a value check failed, where (:class:`Localization`)."""
+    name = target or getattr(model, "__qualname__", type(model).__name__)
+    model = model if isinstance(model, torch.nn.Module) else build_model(model, name)
+    build_model(lambda: model, name)  # the same validation for a module handed in directly
+    loss = loss or default_loss
+    validate(model, make_batch(batch, 2, 0), loss)
+    implementation = impl if isinstance(impl, Implementation) else impls.get(impl)
+    subject = Subject(implementation, Options(device=device), model, batch, loss, steps, optimizer)
+    outcomes = tuple(run_check(check, subject) for check in (checks or tuple(CHECKS)))
+    located = None
+    if localize_failures and any(o.status == FAIL and o.check in ("gradients", "training steps") for o in outcomes):
+        located = localize(subject, report_dir)
+    result = CheckResult(name, implementation.name, device, outcomes, located)
+    if report_dir is not None:
+        from ortcheck.usercheck.report import write
+
+        write(result, report_dir)
+    return result
+
+
+def assert_trains_like_eager(model, batch, loss=None, **options) -> CheckResult:
+    """``check_model`` that raises AssertionError with the whole report when a check fails."""
+    result = check_model(model, batch, loss, **options)
+    assert result.ok, result.format()
+    return result

@@ -1,0 +1,179 @@
+"""The checks on one user model, each judged by the float64 oracle or the transition contract.
+
+One function per check, taking a :class:`Subject` and returning a detail line; an AssertionError
+inside becomes FAIL with its message (as does an exception of the pipeline), and a check that does not apply raises :class:`NotApplicable`
+with the reason (n/a, as in the matrix). Each check starts from fresh copies of the model, so one failure
+cannot leak into the next.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Callable
+
+import torch
+
+from ortcheck.checks.bitwise import assert_bitwise_equal
+from ortcheck.checks.oracle import assert_curve_matches_oracle
+from ortcheck.checks.runs import RUNS
+from ortcheck.impls.base import Capability, Implementation, Options
+from ortcheck.nested import leaves, map_leaves
+from ortcheck.stateful.contract import Call, Contract
+from ortcheck.usercheck.calls import batch_runs, judged_call, one_call, requiring_grad, runs_of
+from ortcheck.usercheck.result import FAIL, NA, PASS, Outcome
+from ortcheck.usercheck.targets import Batch, make_batch
+
+SIZES = (2, 3)  # batch sizes: the first call's, and "another size"
+OPTIMIZERS = {"sgd": lambda params: torch.optim.SGD(params, lr=0.01),
+              "adamw": lambda params: torch.optim.AdamW(params, lr=1e-3)}
+
+
+@dataclasses.dataclass
+class Subject:
+    impl: Implementation
+    options: Options
+    model: torch.nn.Module
+    batch_fn: Callable[[int], object]
+    loss_fn: Callable
+    steps: int = 3
+    optimizer: str = "sgd"
+
+    def batch(self, size: int, seed: int = 0) -> Batch:
+        return requiring_grad(make_batch(self.batch_fn, size, seed))
+
+    def runs(self, options: Options | None = None) -> dict[str, torch.nn.Module]:
+        return runs_of(self.impl, options or self.options, self.model)
+
+
+def gradients(subject: Subject) -> str:
+    """Outputs, loss and every parameter and input gradient of one training call."""
+    judged_call(subject.runs(), subject.batch(SIZES[0]), subject.loss_fn, 0, subject.options.device,
+                "outputs and gradients")
+    return f"batch of {SIZES[0]}"
+
+
+def new_batch_size(subject: Subject) -> str:
+    """A second batch of another size: the same numbers, and exports exactly as the contract says."""
+    modules, contract = subject.runs(), Contract()
+    for seed, size in enumerate(SIZES):
+        batch = subject.batch(size, seed)
+        judged_call(modules, batch, subject.loss_fn, seed, subject.options.device, f"batch of {size}")
+        contract.forward(_call(subject, modules["actual"], batch, training=True))
+        _assert_counters(subject, modules["actual"], contract, f"after the batch of {size}")
+    return f"{SIZES[0]} then {SIZES[1]}"
+
+
+def train_eval(subject: Subject) -> str:
+    """train -> eval (no_grad) -> train: eval outputs as eager's, one graph per mode, no re-export."""
+    modules, contract, batch = subject.runs(), Contract(), subject.batch(SIZES[0])
+    for seed, training in enumerate((True, False, True)):
+        for module in modules.values():
+            module.train(training)
+        with torch.set_grad_enabled(training):
+            judged_call(modules, batch, subject.loss_fn, seed, subject.options.device,
+                        "train" if training else "eval", backward=training)
+        contract.forward(_call(subject, modules["actual"], batch, training, grad_enabled=training))
+        _assert_counters(subject, modules["actual"], contract, f"after the {'train' if training else 'eval'} call")
+    return ""
+
+
+def state_dict_roundtrip(subject: Subject) -> str:
+    """After a step, the wrapped module's state_dict loaded into a fresh wrap computes as eager does."""
+    modules = subject.runs()
+    _train(subject, modules, steps=1)
+    fresh = subject.runs()
+    state = modules["actual"].state_dict()
+    expected = set(modules["eager"].state_dict())
+    assert set(state) == expected, f"state_dict keys {sorted(set(state) ^ expected)} differ from eager's"
+    for run in RUNS:
+        fresh[run].load_state_dict(modules[run].state_dict())
+    judged_call(fresh, subject.batch(SIZES[0], 1), subject.loss_fn, 1, subject.options.device,
+                "after load_state_dict into a fresh wrap")
+    return ""
+
+
+def recompute(subject: Subject) -> str:
+    """Memory-optimizer levels 1 and 2 compute bit for bit what level 0 computes."""
+    if Capability.RECOMPUTE not in subject.impl.capabilities():
+        raise NotApplicable(f"{subject.impl.name} has no memory optimizer")
+    batch = subject.batch(SIZES[0])
+    base = _actual_call(subject, subject.options, batch)
+    for level in (1, 2):
+        options = dataclasses.replace(subject.options, memory_opt_level=level)
+        assert_bitwise_equal(_actual_call(subject, options, batch), base, f"level {level} against level 0")
+    return "1 and 2 bitwise equal to 0"
+
+
+def training_steps(subject: Subject) -> str:
+    """N optimizer steps: the loss and gradient norm of every step within the oracle's curve bound."""
+    curves = _train(subject, subject.runs(), subject.steps)
+    for what in ("loss", "gradient norm"):
+        assert_curve_matches_oracle({run: curves[run][what] for run in RUNS}, what=what)
+    return f"{subject.steps} x {subject.optimizer}"
+
+
+CHECKS = {"gradients": gradients, "new batch size": new_batch_size, "train/eval": train_eval,
+          "state_dict round trip": state_dict_roundtrip, "recompute levels": recompute,
+          "training steps": training_steps}
+
+
+class NotApplicable(Exception):
+    """A check that does not apply to this implementation or model; the message says why."""
+
+
+def run_check(name: str, subject: Subject) -> Outcome:
+    try:
+        return Outcome(name, PASS, CHECKS[name](subject))
+    except NotApplicable as reason:
+        return Outcome(name, NA, str(reason))
+    except AssertionError as error:
+        return Outcome(name, FAIL, str(error).splitlines()[0] if str(error) else "assertion failed")
+    except Exception as error:  # the pipeline crashed (inputs were validated in eager before any check)
+        first = (str(error).strip().splitlines() or [""])[0]
+        return Outcome(name, FAIL, f"the implementation raised {type(error).__name__}: {first}")
+
+
+def _train(subject: Subject, modules: dict, steps: int) -> dict[str, dict[str, list[float]]]:
+    """``steps`` optimizer steps per run; per run, the loss and gradient norm of each step."""
+    optimizers = {run: OPTIMIZERS[subject.optimizer]([p for p in m.parameters() if p.requires_grad])
+                  for run, m in modules.items()}
+    curves = {run: {"loss": [], "gradient norm": []} for run in RUNS}
+    for step in range(steps):
+        inputs = batch_runs(subject.batch(SIZES[0], step), step, subject.options.device)
+        for run in RUNS:
+            result = one_call(modules[run], inputs[run], subject.loss_fn)
+            grads = [g for g in result["parameter gradients"].values() if g is not None]
+            curves[run]["loss"].append(result["loss"].item())
+            curves[run]["gradient norm"].append(torch.linalg.vector_norm(torch.stack(
+                [torch.linalg.vector_norm(g) for g in grads])).item())
+            optimizers[run].step()
+    return curves
+
+
+def _actual_call(subject: Subject, options: Options, batch: Batch) -> dict:
+    wrapped = subject.impl.wrap(copy.deepcopy(subject.model).to(options.device), options)
+    fresh = requiring_grad(Batch(*map_leaves((batch.args, batch.kwargs), _to(options.device))))
+    return one_call(wrapped, fresh, subject.loss_fn)
+
+
+def _to(device: str):
+    return lambda leaf: leaf.to(device) if isinstance(leaf, torch.Tensor) else leaf
+
+
+def _call(subject: Subject, wrapped: torch.nn.Module, batch: Batch, training: bool, grad_enabled: bool = True) -> Call:
+    """What the transition contract needs to know about one forward call, from the user's side alone."""
+    def describe(leaf):
+        if isinstance(leaf, torch.Tensor):
+            return ("tensor", str(leaf.dtype), leaf.dim())
+        return (type(leaf).__name__, repr(leaf))
+
+    signature = repr(map_leaves((batch.args, batch.kwargs), describe))
+    tensors = [leaf for leaf in leaves((batch.args, batch.kwargs)) if isinstance(leaf, torch.Tensor)]
+    trainable = frozenset(n for n, p in wrapped.named_parameters() if p.requires_grad)
+    return Call((signature,), training, subject.options.device, 0, tuple(t.requires_grad for t in tensors),
+                trainable, grad_enabled, (subject.options.memory_opt_level, subject.options.memory_opt_config))
+
+
+def _assert_counters(subject: Subject, wrapped: torch.nn.Module, contract: Contract, when: str) -> None:
+    mismatches = contract.mismatches(subject.impl.observe(wrapped))
+    assert not mismatches, f"{when}: " + "; ".join(mismatches)

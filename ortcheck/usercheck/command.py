@@ -1,0 +1,65 @@
+"""``ortcheck check MODULE:FACTORY``: the CLI over :func:`ortcheck.usercheck.check_model`.
+
+A :class:`UserInputError` prints as one line on stderr with exit code 2 (the input is wrong, not
+the pipeline); a failing check exits 1.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ortcheck import impls
+from ortcheck.impls.base import DEVICES
+from ortcheck.usercheck.checks import OPTIMIZERS
+from ortcheck.usercheck.errors import UserInputError
+
+
+def add_parser(commands) -> None:
+    check = commands.add_parser("check", help="check that your own model trains through a pipeline as in eager")
+    check.add_argument("target", metavar="MODULE:FACTORY", help="a callable returning your torch.nn.Module")
+    check.add_argument("--batch", metavar="MODULE:FN", default=None,
+                       help="FN(size) returns one call's inputs (dict: keyword arguments, tuple: positional); "
+                            "default MODULE:FACTORY_batch or MODULE:batch")
+    check.add_argument("--loss", metavar="MODULE:FN", default=None,
+                       help="FN(outputs) returns a scalar loss (default: the sum of the floating outputs)")
+    check.add_argument("--impl", default=impls.DEFAULT,
+                       help=f"a registered implementation ({', '.join(impls.names())}) or MODULE:CLASS")
+    check.add_argument("--device", default="cpu", choices=DEVICES)
+    check.add_argument("--steps", type=int, default=3, help="optimizer steps compared with eager")
+    check.add_argument("--optimizer", default="sgd", choices=sorted(OPTIMIZERS))
+    check.add_argument("--report-dir", type=Path, default=None,
+                       help="write check.json, check.md and, on a mismatch, repro/ there")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ortcheck.usercheck.api import check_model
+    from ortcheck.usercheck.targets import default_batch_spec, load
+
+    try:
+        factory = load(args.target, "factory")
+        batch_spec = args.batch or default_batch_spec(args.target)
+        if batch_spec is None:
+            raise UserInputError(f"no batch maker: pass --batch MODULE:FN (FN(size) returns one call's inputs)")
+        batch = load(batch_spec, "batch")
+        loss = load(args.loss, "loss") if args.loss else None
+        impl = args.impl if args.impl in impls.names() else _implementation(args.impl)
+        result = check_model(factory, batch, loss, impl=impl, device=args.device, steps=args.steps,
+                             optimizer=args.optimizer, report_dir=args.report_dir, target=args.target)
+    except UserInputError as error:
+        print(f"ortcheck check: error: {error}", file=sys.stderr)
+        return 2
+    print(result.format())
+    return 0 if result.ok else 1
+
+
+def _implementation(spec: str):
+    from ortcheck.impls.base import Implementation
+    from ortcheck.usercheck.targets import load
+
+    if ":" not in spec:
+        raise UserInputError(f"unknown implementation {spec!r}; valid: {', '.join(impls.names())} or MODULE:CLASS")
+    cls = load(spec, "implementation")
+    if not (isinstance(cls, type) and issubclass(cls, Implementation)):
+        raise UserInputError(f"implementation {spec!r} is not an ortcheck.impls.Implementation subclass")
+    return cls()

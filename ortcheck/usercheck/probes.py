@@ -1,0 +1,114 @@
+"""Single ops of a module, recorded from its eager run and replayed one at a time as modules.
+
+Why ops recorded from torch rather than nodes read from the implementation's graph: every
+implementation (the real ORTModule too) takes a module, so an op replayed as a one-op module goes
+through the very pipeline under test, gradients included, without asking it for internals; the
+oracle then judges that op alone. :func:`onnx_ops` names the ONNX ops it exports to (the exporter
+every pipeline uses), so the finding speaks both languages.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from ortcheck.models.onnx_export import export_training_graph
+from ortcheck.nested import leaves, map_leaves
+from ortcheck.usercheck.calls import detached
+
+
+@dataclasses.dataclass
+class Recorded:
+    func: Callable
+    args: tuple
+    kwargs: dict
+
+    @property
+    def name(self) -> str:
+        owner = getattr(func := self.func, "__module__", None) or "torch.Tensor"
+        return f"{owner}.{getattr(func, '__qualname__', getattr(func, '__name__', repr(func)))}".replace(
+            "torch._C.TensorBase", "torch.Tensor").replace("torch.Tensor.TensorBase", "torch.Tensor")
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [leaf for leaf in leaves((self.args, self.kwargs)) if isinstance(leaf, torch.Tensor)]
+
+
+class _Slot:
+    def __init__(self, index: int):
+        self.index = index
+
+
+class OpProbe(torch.nn.Module):
+    """One recorded call as a module: its tensors are the inputs, everything else is baked in."""
+
+    def __init__(self, recorded: Recorded):
+        super().__init__()
+        counter = iter(range(1 << 30))
+        self.func = recorded.func
+        self.template = map_leaves((recorded.args, recorded.kwargs),
+                                   lambda leaf: _Slot(next(counter)) if isinstance(leaf, torch.Tensor) else leaf)
+        self.in_place = getattr(recorded.func, "__name__", "").endswith("_") and not getattr(
+            recorded.func, "__name__", "").endswith("__")
+
+    def forward(self, *tensors):
+        if self.in_place:  # an in-place op on an input leaf: work on a copy, as the model did on its own tensor
+            tensors = [t.clone() for t in tensors]
+        args, kwargs = map_leaves(self.template, lambda leaf: tensors[leaf.index] if isinstance(leaf, _Slot) else leaf)
+        return self.func(*args, **kwargs)
+
+
+class _Recorder(TorchFunctionMode):
+    """Records the torch calls a module makes itself (not those inside ``children``) that take and
+    return floating tensors, with a copy of their inputs taken before the call."""
+
+    def __init__(self, children: list[torch.nn.Module]):
+        super().__init__()
+        self.calls: list[Recorded] = []
+        self.depth = 0
+        self._hooks = [h for child in children for h in (
+            child.register_forward_pre_hook(lambda *_: self._enter()), child.register_forward_hook(lambda *_: self._leave()))]
+
+    def _enter(self):
+        self.depth += 1
+
+    def _leave(self):
+        self.depth -= 1
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        snapshot = None
+        if self.depth == 0 and _floating((args, kwargs)):
+            snapshot = detached((args, kwargs))
+        out = func(*args, **kwargs)
+        if snapshot is not None and _floating(out):
+            self.calls.append(Recorded(func, *snapshot))
+        return out
+
+    def __exit__(self, *exc):
+        for hook in self._hooks:
+            hook.remove()
+        return super().__exit__(*exc)
+
+
+def record(module: torch.nn.Module, children: list[torch.nn.Module], args: tuple, kwargs: dict) -> list[Recorded]:
+    """The ops ``module(*args, **kwargs)`` runs itself, in call order (eager, float32)."""
+    with torch.enable_grad(), _Recorder(children) as recorder:
+        module(*args, **kwargs)
+    return recorder.calls
+
+
+def onnx_ops(probe: OpProbe, tensors: list[torch.Tensor]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(op types, node names) of the probe's export, Constants left out; empty when it does not export."""
+    try:
+        graph = export_training_graph(probe, tensors, dynamic=()).graph
+    except Exception:  # naming is best effort: the finding stands on the oracle's verdict
+        return (), ()
+    nodes = [n for n in graph.node if n.op_type != "Constant"]
+    return tuple(n.op_type for n in nodes), tuple(n.name for n in nodes)
+
+
+def _floating(value: Any) -> bool:
+    return any(isinstance(leaf, torch.Tensor) and leaf.is_floating_point() for leaf in leaves(value))
+

@@ -1,0 +1,80 @@
+"""What ``ortcheck check`` found: one outcome per check, and where a mismatch lives.
+
+Kept as plain data so the CLI, the pytest assertion and the report print the same thing.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+PASS, FAIL, NA = "pass", "FAIL", "n/a"
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    check: str
+    status: str   # PASS, FAIL or NA
+    detail: str = ""  # the failure, or why the check does not apply
+
+
+@dataclasses.dataclass(frozen=True)
+class OpFinding:
+    """The first recorded op of the smallest failing submodule that fails alone."""
+
+    index: int              # position among the submodule's own ops, in call order
+    function: str           # the torch function as the module called it (torch.nn.functional.softmax)
+    onnx_ops: tuple[str, ...]  # the op types it exports to (TorchScript exporter, training mode)
+    onnx_nodes: tuple[str, ...]
+    sizes: tuple[tuple[int, ...], ...]  # its tensor inputs' shapes
+    failure: str            # the oracle's message: the tensor, the two values, the bound
+
+    def line(self) -> str:
+        ops = "+".join(self.onnx_ops) or "?"
+        return (f"op #{self.index} {self.function} (ONNX {ops}, nodes {', '.join(self.onnx_nodes) or '?'}) "
+                f"on inputs {', '.join(str(list(s)) for s in self.sizes)}: {self.failure}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Localization:
+    module: str                      # dotted path of the smallest submodule that fails alone ("" = the model)
+    module_type: str
+    failure: str                     # the oracle's message for that submodule alone
+    tree: tuple[tuple[str, str], ...]  # (path, verdict) for every submodule checked alone, in order
+    op: OpFinding | None = None
+    repro: str | None = None         # folder of the standalone reproduction
+
+    def lines(self) -> list[str]:
+        lines = [f"smallest failing submodule: {self.module or '(the model)'} ({self.module_type})",
+                 f"  {self.failure}"]
+        lines.append(f"first failing op: {self.op.line()}" if self.op else
+                     "first failing op: none of its own ops fails alone (the defect is in how they combine)")
+        lines.append("module tree (each checked alone):")
+        lines += [f"  {verdict:<5} {path or '(the model)'}" for path, verdict in self.tree]
+        if self.repro:
+            lines.append(f"reproduction: {self.repro}/repro.py")
+        return lines
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    target: str
+    impl: str
+    device: str
+    outcomes: tuple[Outcome, ...]
+    localization: Localization | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(o.status != FAIL for o in self.outcomes)
+
+    def format(self) -> str:
+        lines = [f"ortcheck check {self.target} --impl {self.impl} --device {self.device}"]
+        width = max(len(o.check) for o in self.outcomes)
+        for o in self.outcomes:
+            lines.append(f"  {o.status:<5} {o.check:<{width}}  {o.detail}".rstrip())
+        if self.localization:
+            lines += self.localization.lines()
+        lines.append("trains like eager" if self.ok else "does NOT train like eager")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self) | {"ok": self.ok}

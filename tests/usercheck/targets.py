@@ -1,0 +1,77 @@
+"""Targets for ``ortcheck check`` in the tests: small user models, good and bad."""
+import torch
+
+FEATURES = 6
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(FEATURES, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+        self.head = torch.nn.LayerNorm(3)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+class Gate(torch.nn.Module):
+    """Chooses per element between two branches with torch.where: both branches need gradients."""
+
+    def __init__(self):
+        super().__init__()
+        self.left, self.right = torch.nn.Linear(FEATURES, 4), torch.nn.Linear(FEATURES, 4)
+
+    def forward(self, x):
+        return torch.where(x[..., :4] > 0, self.left(x), self.right(x))
+
+
+class Gated(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = torch.nn.Linear(FEATURES, FEATURES)
+        self.gate = Gate()
+
+    def forward(self, x):
+        return self.gate(self.inner(x))
+
+
+def mlp():
+    torch.manual_seed(0)
+    return Mlp()
+
+
+def mlp_batch(size):
+    return (torch.randn(size, FEATURES),)
+
+
+def gated():
+    torch.manual_seed(0)
+    return Gated()
+
+
+def batch(size):  # the module's default batch maker (targets without a <factory>_batch)
+    return torch.randn(size, FEATURES)
+
+
+def mean_loss(outputs):
+    return outputs.pow(2).mean()
+
+
+def vector_loss(outputs):
+    return outputs.sum(dim=0)
+
+
+def not_a_module():
+    return {"weights": torch.zeros(3)}
+
+
+def no_parameters():
+    return torch.nn.ReLU()
+
+
+def wrong_width_batch(size):
+    return torch.randn(size, FEATURES + 1)
+
+
+def broken_factory():
+    raise RuntimeError("the checkpoint is missing")

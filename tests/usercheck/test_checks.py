@@ -1,0 +1,77 @@
+"""Each check of ``ortcheck check`` on a small model: it passes for eager and the reference, and the
+positive control its property is about makes it fail (so a pass means something)."""
+import pytest
+
+from ortcheck.impls import mutants
+from ortcheck.usercheck import check_model
+from ortcheck.usercheck.checks import CHECKS
+from ortcheck.usercheck.result import FAIL, NA, PASS
+from tests.usercheck import targets
+
+
+def _check(implementation, checks=None, factory=targets.mlp):
+    return check_model(factory, targets.mlp_batch, targets.mean_loss, impl=implementation, steps=2, checks=checks,
+                       localize_failures=False)
+
+
+@pytest.mark.parametrize("name", ["eager", "reference"])
+def test_every_check_passes_on_a_correct_pipeline(name):
+    result = _check(name)
+    assert [o.check for o in result.outcomes] == list(CHECKS)
+    expected = {o.check: PASS for o in result.outcomes}
+    if name == "eager":
+        expected["recompute levels"] = NA
+    assert {o.check: o.status for o in result.outcomes} == expected, result.format()
+    assert result.ok and result.localization is None
+
+
+def test_a_check_that_does_not_apply_says_why():
+    outcome = {o.check: o for o in _check("eager", ("recompute levels",)).outcomes}["recompute levels"]
+    assert outcome.status == NA and "eager has no memory optimizer" in outcome.detail
+
+
+@pytest.mark.parametrize("mutant, failing", [
+    (mutants.GradientsOffByOnePermille, {"gradients", "new batch size", "train/eval", "training steps"}),
+    (mutants.ReexportsOnNewSizes, {"new batch size"}),
+    (mutants.OneGraphSlot, {"train/eval"}),
+])
+def test_each_check_catches_its_positive_control(mutant, failing):
+    result = _check(mutant(), ("gradients", "new batch size", "train/eval", "training steps"))
+    assert {o.check for o in result.outcomes if o.status == FAIL} == failing, result.format()
+    assert not result.ok
+
+
+def test_state_dict_round_trip_compares_after_a_step():
+    """grad_scaled moves the parameters off eager's in the step before the state_dict is taken."""
+    result = _check(mutants.GradientsOffByOnePermille(), ("state_dict round trip",))
+    assert result.outcomes[0].status == FAIL and "load_state_dict" in result.outcomes[0].detail
+
+
+def test_assert_trains_like_eager_from_the_package_root():
+    import ortcheck
+
+    assert ortcheck.assert_trains_like_eager(targets.mlp, targets.mlp_batch, impl="eager", steps=1).ok
+    with pytest.raises(AssertionError, match="FAIL  gradients"):
+        ortcheck.assert_trains_like_eager(targets.mlp, targets.mlp_batch, impl=mutants.GradientsOffByOnePermille(),
+                                          checks=("gradients",), localize_failures=False)
+
+
+class _CrashesOnNewSizes(mutants.EagerImpl):
+    name = "crashes_on_new_sizes"
+
+    def wrap(self, module, options=None):
+        sizes = []
+
+        def refuse(_, args):
+            sizes.append(args[0].shape)
+            if sizes[0] != args[0].shape:
+                raise RuntimeError("Reshape: the graph kept the first batch's size")
+
+        module.register_forward_pre_hook(refuse)
+        return module
+
+
+def test_a_crash_of_the_pipeline_is_a_failure_with_its_message():
+    outcome = _check(_CrashesOnNewSizes(), ("new batch size",)).outcomes[0]
+    assert outcome.status == FAIL and outcome.detail == (
+        "the implementation raised RuntimeError: Reshape: the graph kept the first batch's size")

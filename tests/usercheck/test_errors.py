@@ -1,0 +1,38 @@
+"""Bad input to ``ortcheck check``: one clear line on stderr, exit code 2, no harness traceback."""
+import pytest
+
+from ortcheck import cli
+from ortcheck.usercheck import UserInputError, check_model
+from tests.usercheck import targets
+
+T = "tests.usercheck.targets"
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([f"{T}_missing:mlp"], "cannot import 'tests.usercheck.targets_missing': ModuleNotFoundError"),
+    ([f"{T}:nothing_here"], "has no attribute 'nothing_here'"),
+    ([f"{T}:broken_factory"], "raised: RuntimeError: the checkpoint is missing"),
+    ([f"{T}:not_a_module"], "returned a dict, not a torch.nn.Module"),
+    ([f"{T}:no_parameters"], "the model has no trainable parameters"),
+    ([f"{T}:mlp", "--batch", f"{T}:wrong_width_batch"], "the model rejects the batch in eager PyTorch"),
+    ([f"{T}:mlp", "--loss", f"{T}:vector_loss"], "the loss must be a floating scalar tensor, got a tensor of shape [3]"),
+    (["mlp"], "expected MODULE:NAME"),
+    ([f"{T}:mlp", "--impl", "nope"], "unknown implementation 'nope'"),
+])
+def test_bad_input_is_one_line_on_stderr(capsys, argv, message):
+    code = cli.main(["check", *argv, "--steps", "1"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert message in err and err.startswith("ortcheck check: error: ") and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err + out and out == ""
+
+
+def test_the_api_raises_the_same_error():
+    with pytest.raises(UserInputError, match="no trainable parameters"):
+        check_model(targets.no_parameters, targets.mlp_batch)
+
+
+def test_the_default_batch_maker_is_found_by_name(capsys):
+    """No --batch: ``mlp_batch`` beside ``mlp``; ``gated`` has none, so the module's ``batch``."""
+    assert cli.main(["check", f"{T}:gated", "--impl", "eager", "--steps", "1"]) == 0
+    assert "trains like eager" in capsys.readouterr().out

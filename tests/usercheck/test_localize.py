@@ -1,0 +1,54 @@
+"""The localizer names the op a positive control breaks and the module that calls it: the three
+gradient-rule controls on zoo architectures, and Where's (whose wrong branch no zoo model trains) on
+a small gated model; and the CLI's reproduction reproduces."""
+import subprocess
+import sys
+
+import pytest
+
+from ortcheck import cli
+from ortcheck.impls import mutants
+from ortcheck.models import hf
+from ortcheck.usercheck import check_model, zoo
+from tests.usercheck import targets
+
+needs_transformers = pytest.mark.skipif(hf.unavailable_reason() is not None, reason=str(hf.unavailable_reason()))
+
+
+@pytest.mark.parametrize("mutant, architecture, op, function, module", [
+    pytest.param(mutants.SoftmaxGradWithoutSum, "gpt2", "Softmax", "softmax", "transformer.h.0.attn",
+                 marks=needs_transformers),
+    pytest.param(mutants.TanhGradWithoutSquare, "gpt2", "Tanh", "tanh", "transformer.h.0.mlp.act",
+                 marks=needs_transformers),
+    pytest.param(mutants.SigmoidGradFromInput, "llama", "Sigmoid", "silu", "model.layers.0.mlp.act_fn",
+                 marks=needs_transformers),
+])
+def test_a_broken_op_is_named_with_its_module_on_a_zoo_model(mutant, architecture, op, function, module):
+    result = check_model(getattr(zoo, architecture), getattr(zoo, f"{architecture}_batch"), zoo.loss,
+                         impl=mutant(), checks=("gradients",))
+    located = result.localization
+    assert located is not None and located.module == module, result.format()
+    assert located.op is not None and op in located.op.onnx_ops and located.op.function.endswith(function), result.format()
+    assert "where float64 eager gives" in located.op.failure
+
+
+def test_where_with_both_branches_training_is_localized():
+    result = check_model(targets.gated, targets.batch, impl=mutants.WhereGradToWrongBranch(), checks=("gradients",))
+    located = result.localization
+    assert located.module == "gate" and located.op.onnx_ops[-1] == "Where", result.format()
+    assert ("inner", "pass") in located.tree and ("gate.left", "pass") in located.tree
+
+
+def test_a_correct_pipeline_is_not_localized():
+    assert check_model(targets.gated, targets.batch, impl="reference", checks=("gradients",)).localization is None
+
+
+def test_the_cli_writes_a_reproduction_that_reproduces(tmp_path, capsys):
+    impl = "ortcheck.impls.mutants:WhereGradToWrongBranch"
+    code = cli.main(["check", "tests.usercheck.targets:gated", "--impl", impl, "--steps", "1",
+                     "--report-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1 and "smallest failing submodule: gate (Gate)" in out and "ONNX" in out
+    assert (tmp_path / "check.json").is_file() and "first failing op" in (tmp_path / "check.md").read_text()
+    repro = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path / "repro", capture_output=True, text=True)
+    assert repro.returncode == 1 and "where float64 eager gives" in repro.stdout, repro.stdout + repro.stderr
