@@ -1,5 +1,5 @@
 from reference.autodiff.registry import gradient_rule
-from reference.autodiff.rules.common import normalized_input_grad
+from reference.autodiff.rules.common import normalization_statistics, normalized_input_grad
 
 
 @gradient_rule("InstanceNormalization")
@@ -16,12 +16,7 @@ def instance_norm_grad(ctx, node):
         grads[2] = ctx.op("ReduceSum", grad, per_channel, keepdims=0)
     if not (node.wants(0) or node.wants(1)):
         return grads
-    value = ctx.forward(x)
-    centred = ctx.sub(value, ctx.op("ReduceMean", value, spatial, keepdims=1))
-    variance = ctx.op("ReduceMean", ctx.mul(centred, centred), spatial, keepdims=1)
-    epsilon = ctx.scalar(node.attr("epsilon"), like=x)
-    inv_std = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.add(variance, epsilon)))
-    x_hat = ctx.mul(centred, inv_std)
+    x_hat, inv_std = normalization_statistics(ctx, ctx.forward(x), spatial, node.attr("epsilon"))
     if node.wants(1):
         grads[1] = ctx.op("ReduceSum", ctx.mul(grad, x_hat), per_channel, keepdims=0)
     if node.wants(0):

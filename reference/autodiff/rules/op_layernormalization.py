@@ -1,6 +1,6 @@
 from reference.autodiff.broadcast import reduce_to_shape
 from reference.autodiff.registry import gradient_rule
-from reference.autodiff.rules.common import normalized_input_grad
+from reference.autodiff.rules.common import normalization_statistics, normalized_input_grad
 
 
 @gradient_rule("LayerNormalization")
@@ -8,8 +8,10 @@ def layer_norm_grad(ctx, node):
     """With x̂ = (x - mean)·inv_std over the normalized axes and g = dy·scale:
     dx = inv_std·(g - mean(g) - x̂·mean(g·x̂)), dscale = Σ dy·x̂, dbias = Σ dy over the other axes.
 
-    Mean and inv_std are the node's optional outputs (added to the forward node when the export
-    omitted them), so the backward pass re-derives nothing but x̂.
+    x̂ and inv_std come from the stashed input with a two-pass variance
+    (:func:`normalization_statistics`), not from the node's optional Mean/InvStdDev outputs:
+    onnxruntime computes those as E[x²] - mean², hundreds of ulp off where the mean dominates, and
+    over few features dx is a near-cancellation that would keep all of it (LayerNorm over 2 features).
     """
     x, dims_y, grad = node.input(0), ctx.dims(node.output(0)), node.grad()
     grads = {}
@@ -17,18 +19,11 @@ def layer_norm_grad(ctx, node):
         grads[2] = reduce_to_shape(ctx, grad, dims_y, node.input(2))
     if not (node.wants(0) or node.wants(1)):
         return grads
-    mean, inv_std = (_in_type_of(ctx, node, x, ctx.forward_output(node.proto, i)) for i in (1, 2))
-    x_hat = ctx.mul(ctx.sub(ctx.forward(x), mean), inv_std)
+    rank = ctx.rank(x)
+    axes = ctx.ints(range(node.attr("axis") % rank, rank))
+    x_hat, inv_std = normalization_statistics(ctx, ctx.forward(x), axes, node.attr("epsilon"))
     if node.wants(1):
         grads[1] = reduce_to_shape(ctx, ctx.mul(grad, x_hat), dims_y, node.input(1))
     if node.wants(0):
-        rank = ctx.rank(x)
-        axes = ctx.ints(range(node.attr("axis") % rank, rank))
         grads[0] = normalized_input_grad(ctx, ctx.mul(grad, ctx.forward(node.input(1))), x_hat, inv_std, axes)
     return grads
-
-
-def _in_type_of(ctx, node, x: str, statistic: str) -> str:
-    """Mean/inv_std come in stash_type (float by default); bring them to x's type."""
-    x_type = ctx.elem_type(x)
-    return statistic if node.attr("stash_type") == x_type else ctx.op("Cast", statistic, to=x_type)
