@@ -2,10 +2,14 @@
 
 An entry is ``[[finding]]`` with ``test`` (a glob over pytest node ids, or a list of them),
 ``reason`` (one line),
-``reproduction`` (minimal code) and optionally ``examples``: known failing inputs, as Python
+``reproduction`` (minimal code), what the failure looks like (``raises`` and/or ``match``,
+:mod:`ortcheck.failures`: a test failing otherwise is a FAIL, not this finding) and optionally ``examples``: known failing inputs, as Python
 expressions a suite evaluates and runs before drawing its own (``manifest_examples`` fixture), so
 the finding fails on every run whatever the seed, and ``when``: the machine or stack the finding
-holds on (``ortcheck.conditions``; elsewhere the entry is inactive and the test must pass).
+holds on (``ortcheck.conditions``; elsewhere the entry is inactive and the test must pass),
+``every_draw = true``: the property fails on every draw, so the entry needs no examples
+(``ortcheck findings --check`` runs its first draw), and ``factor``: for a numeric finding (an error
+beyond the oracle's bound), the error / bound its examples measured where it was recorded.
 Entries become strict xfails: an unexpected pass fails the run, and an entry that matches no
 collected test is reported.
 """
@@ -17,10 +21,11 @@ import tomllib
 from pathlib import Path
 
 from ortcheck.conditions import Condition
+from ortcheck.failures import FailurePattern
 from ortcheck.machine import Machine
 
 _FIELDS = {"test", "reason", "reproduction"}
-_OPTIONAL = {"examples", "when"}
+_OPTIONAL = {"examples", "when", "raises", "match", "every_draw", "factor"}
 
 
 class ManifestError(ValueError):
@@ -35,6 +40,9 @@ class Finding:
     source: str
     examples: tuple[str, ...] = ()
     condition: Condition | None = None
+    failure: FailurePattern = FailurePattern()  # (constructed in code: accepts any failure)
+    every_draw: bool = False
+    factor: float | None = None
 
     def active_on(self, machine: Machine) -> bool:
         return self.condition is None or self.condition.holds(machine)
@@ -85,10 +93,17 @@ def load(path: Path) -> list[Finding]:
             raise ManifestError(f"{where}: examples must be a list of non-empty strings (Python expressions)")
         try:
             condition = Condition.parse(entry["when"]) if "when" in entry else None
+            failure = FailurePattern.parse(entry)
         except ValueError as error:
             raise ManifestError(f"{where}: {error}") from None
+        every_draw, factor = entry.get("every_draw", False), entry.get("factor")
+        if not isinstance(every_draw, bool):
+            raise ManifestError(f"{where}: every_draw must be true or false")
+        if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0):
+            raise ManifestError(f"{where}: factor must be a positive number (error / bound)")
         findings.append(Finding(test, entry["reason"].strip(), entry["reproduction"].strip(), where,
-                                tuple(e.strip() for e in examples), condition))
+                                tuple(e.strip() for e in examples), condition, failure, every_draw,
+                                None if factor is None else float(factor)))
     return findings
 
 

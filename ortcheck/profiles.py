@@ -51,13 +51,25 @@ def costly(fraction: float) -> settings:
 
 
 @contextlib.contextmanager
-def without_shrinking() -> Iterator[None]:
-    """The active profile minus the shrink phase, for tests run while inside this context."""
+def _phases(suffix: str, keep) -> Iterator[None]:
+    """The active profile with only the phases ``keep`` accepts, for tests run inside this context
+    (nested ``@given`` and :func:`scaled` settings made there inherit them)."""
     active, previous = settings.default, settings.get_current_profile_name()
-    name = f"{previous}-no-shrink"
-    settings.register_profile(name, parent=active, phases=[p for p in active.phases if p is not Phase.shrink])
+    name = f"{previous}-{suffix}"
+    settings.register_profile(name, parent=active, phases=[p for p in active.phases if keep(p)])
     settings.load_profile(name)
     try:
         yield
     finally:
         settings.load_profile(previous)
+
+
+def without_shrinking() -> contextlib.AbstractContextManager:
+    """The active profile minus the shrink phase."""
+    return _phases("no-shrink", lambda phase: phase is not Phase.shrink)
+
+
+def examples_only() -> contextlib.AbstractContextManager:
+    """No draws at all: a property runs only what it runs before drawing (a manifest entry's examples,
+    explicit ``@example``s) and a property that draws nothing runs whole."""
+    return _phases("examples-only", lambda phase: phase is Phase.explicit)

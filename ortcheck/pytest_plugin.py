@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from ortcheck import impls, machine, manifest, profiles, seed, threadbudget, timebound
+from ortcheck import failures, impls, machine, manifest, profiles, seed, threadbudget, timebound
 from ortcheck.fpenv import SubnormalsOn
 from ortcheck.heap import FrozenHeap
 from ortcheck.impls import DEVICES, Implementation, Options
@@ -20,6 +20,8 @@ _INACTIVE_KEY = pytest.StashKey[list]()
 _FINDING_KEY = pytest.StashKey[manifest.Finding]()
 _REPORTED_KEY = pytest.StashKey[set]()
 MAX_WORKER_RESTARTS = 1000
+NOT_AS_RECORDED = "failed, but not as recorded: "
+FAILURE_PROPERTY = "ortcheck_failure"  # (exception type, first line) of a failed or xfailed test, for drafts and checks
 
 
 def not_applicable(reason: str) -> None:
@@ -47,6 +49,10 @@ def pytest_addoption(parser):
                     help="fail a property that runs implementation code for longer than this (a hang); 0: no bound. "
                          f"Default {profiles.TIMEOUT_PER_100_EXAMPLES:g} s per 100 examples of the hypothesis profile. "
                          "Run with xdist (-n) so a hang or a crash costs one property, not the run")
+    group.addoption("--findings-check", action="store_true",
+                    help="run only the tests the manifests expect to fail, each with its entry's examples alone "
+                         "(hypothesis draws nothing, except for entries marked every_draw): what `ortcheck findings "
+                         "--check` runs")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -174,11 +180,22 @@ def pytest_collection_modifyitems(config, items):
             matched.add(finding)
             item.stash[_FINDING_KEY] = finding
             item.add_marker(pytest.mark.xfail(strict=True, reason=f"[{impl_name} manifest] {finding.label}"))
+    if config.getoption("findings_check"):
+        _keep_only_findings(config, items)
     collected_files = {item.nodeid.split("::")[0] for item in items}
     config.stash[_UNMATCHED_KEY] = [
         (name, f) for name, entries in findings.items() for f in entries
         if f not in matched and any(pattern.split("::")[0] in collected_files for pattern in f.patterns)
     ]
+
+
+def _keep_only_findings(config, items) -> None:
+    """``--findings-check``: deselect every test no active manifest entry expects to fail."""
+    kept = [item for item in items if _FINDING_KEY in item.stash]
+    deselected = [item for item in items if _FINDING_KEY not in item.stash]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+    items[:] = kept
 
 
 def _impl_timeout(config) -> float | None:
@@ -203,12 +220,46 @@ def pytest_runtest_call(item):
 
     Its manifest entry already holds the minimal reproduction, and shrinking a failing sequence of
     exports costs minutes per run; the test must still fail (strict), just without the search.
+    Under ``--findings-check`` it runs its entry's examples alone (no draws) unless the entry says
+    its property fails on every draw: then its first draw is the proof.
     """
     if not item.get_closest_marker("xfail"):
         yield
         return
-    with profiles.without_shrinking():
+    finding = item.stash.get(_FINDING_KEY, None)
+    alone = item.config.getoption("findings_check") and finding is not None and not finding.every_draw
+    with profiles.examples_only() if alone else profiles.without_shrinking():
         yield
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Every failure carries its type and first line (drafts and the findings check read them); an
+    expected failure that fails otherwise than its manifest entry recorded is a FAIL saying so.
+
+    tryfirst: this wrapper's code after ``yield`` runs after pytest's xfail handling has decided."""
+    report = yield
+    error = call.excinfo.value if call.excinfo else None
+    if error is None or not (report.failed or hasattr(report, "wasxfail")):
+        return report
+    report.user_properties.append((FAILURE_PROPERTY, (type(error).__name__, failures.first_line(error))))
+    finding = item.stash.get(_FINDING_KEY, None)
+    if finding and report.skipped and hasattr(report, "wasxfail") and not finding.failure.accepts(error):
+        _not_as_recorded(report, finding, failures.describe(error))
+    return report
+
+
+def _not_as_recorded(report, finding: manifest.Finding, what: str) -> None:
+    """Turn an expected failure of the wrong kind into a failure naming what happened and what was recorded."""
+    del report.wasxfail
+    report.outcome = "failed"
+    message = NOT_AS_RECORDED + what
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        crash.message = message  # pytest's short summary line
+    report.sections.append(("ortcheck manifest", f"{message}\nrecorded ({finding.source}): {finding.failure}\n"
+                                                 f"reason: {finding.reason}"))
+    report.user_properties.append(("ortcheck_not_as_recorded", message[:300]))
 
 
 @pytest.hookimpl(trylast=True)
@@ -243,9 +294,13 @@ def pytest_handlecrashitem(crashitem, report, sched):
     the report stays a failure naming the property."""
     impl_name = impl_of(crashitem)
     finding = manifest.first_match(active_findings(sched.config, impl_name)[0], crashitem) if impl_name else None
-    if finding:
+    report.user_properties.append((FAILURE_PROPERTY, (failures.CRASH, "")))
+    if finding and finding.failure.accepts_crash():
         report.outcome = "skipped"
         report.wasxfail = f"[{impl_name} manifest] {finding.label} (the worker crashed)"
+    elif finding:
+        report.user_properties.append(("ortcheck_not_as_recorded", f"{NOT_AS_RECORDED}the worker crashed "
+                                                                    f"(recorded: {finding.failure})"))
 
 
 def pytest_terminal_summary(terminalreporter, config):

@@ -2,7 +2,9 @@
 
 As PyTorch regenerates its expected-failure tables from a run (``PYTORCH_COLLECT_EXPECT=1``), a
 maintainer gets one ``[[finding]]`` per failed test: the test id as a glob, the failure's first
-line as the reason, and hypothesis' shrunk example as the reproduction, grouped by implementation.
+line as the reason, what the failure looks like (``raises``: its type; ``match``: its first line with
+the numbers that move between seeds and CPUs generalized) and hypothesis' shrunk example as the
+reproduction, grouped by implementation.
 They edit the reason, turn the example into the suite's ``examples`` form and move the entry into
 ``ortcheck/impls/manifests/<impl>.toml``. The file is valid manifest TOML as written.
 """
@@ -13,6 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from ortcheck.failures import draft_match
 from ortcheck.report.collector import impl_of
 
 _GLOB_SPECIALS = {"[": "[[]", "*": "[*]", "?": "[?]"}
@@ -53,15 +56,22 @@ class FindingDrafts:
     def pytest_runtest_logreport(self, report) -> None:
         if not report.failed or hasattr(report, "wasxfail"):
             return
-        impl = dict(report.user_properties).get("ortcheck_impl") or impl_of(report.nodeid) or "unknown"
+        properties = dict(report.user_properties)
+        impl = properties.get("ortcheck_impl") or impl_of(report.nodeid) or "unknown"
         text = report.longreprtext or ""
         crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", "")
         first_line = (crash.strip().splitlines() or text.strip().splitlines()[-1:] or ["failed"])[0]
+        raises, line = properties.get("ortcheck_failure") or (None, None)  # the plugin's, on the worker
         example = shrunk_example(text)
-        self.drafts.setdefault(impl, []).append({
-            "test": glob_of(report.nodeid),
-            "reason": f"{report.when}: {first_line}"[:300],
-            "reproduction": example or f"pytest '{report.nodeid}' --impl {impl}"})
+        draft = {"test": glob_of(report.nodeid), "reason": f"{report.when}: {first_line}"[:300]}
+        if raises:
+            draft["raises"] = raises
+        if line:
+            draft["match"] = draft_match(line)
+        if not raises and not line:
+            draft["match"] = draft_match(first_line)
+        draft["reproduction"] = example or f"pytest '{report.nodeid}' --impl {impl}"
+        self.drafts.setdefault(impl, []).append(draft)
 
     def pytest_sessionfinish(self, session) -> None:
         lines = ["# Draft findings collected by --collect-findings: edit each reason, add a reproduction that",

@@ -22,6 +22,9 @@ def add_parser(commands) -> None:
     parser.add_argument("--impl", action="extend", type=_impl_names, default=None, metavar="NAME",
                         help="only these implementations (repeatable or comma-separated; default: all)")
     parser.add_argument("--format", default="md", choices=("md", "json"))
+    from ortcheck.report import check  # imports the pytest plugin: only when the parser is built
+
+    check.add_arguments(parser)
 
 
 def _impl_names(value: str) -> list[str]:
@@ -42,7 +45,8 @@ def collect(names: list[str] | None = None) -> Found:
 
 def to_json(found: Found) -> list[dict]:
     return [{"implementation": name, "tests": list(f.patterns), "condition": None if f.condition is None else str(f.condition),
-             "reason": f.reason, "reproduction": f.reproduction, "examples": list(f.examples)}
+             "reason": f.reason, "failure": str(f.failure), "every_draw": f.every_draw, "factor": f.factor,
+             "reproduction": f.reproduction, "examples": list(f.examples)}
             for name, (_, findings) in found.items() for f in findings]
 
 
@@ -61,7 +65,12 @@ def to_markdown(found: Found) -> str:
         for number, finding in enumerate(findings, 1):
             lines += ["", f"### {name} #{number}", "",
                       "- tests: " + ", ".join(f"`{pattern}`" for pattern in finding.patterns),
-                      f"- when: {finding.condition or 'always'}", f"- reason: {finding.reason}"]
+                      f"- when: {finding.condition or 'always'}", f"- reason: {finding.reason}",
+                      f"- fails as: {finding.failure}"]
+            if finding.factor:
+                lines.append(f"- numeric: {finding.factor:g}x the oracle's bound where recorded")
+            if finding.every_draw:
+                lines.append("- fails on every draw (no examples needed)")
             if finding.examples:
                 lines += ["- examples (run first):", "", *_fenced("python", "\n".join(finding.examples), indent="  "), ""]
             lines += ["- reproduction:", "", *_fenced("python", finding.reproduction, indent="  ")]
@@ -69,6 +78,10 @@ def to_markdown(found: Found) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "check", False):
+        from ortcheck.report import check
+
+        return check.run(args)
     found = collect(args.impl)
     print(json.dumps(to_json(found), indent=2) if args.format == "json" else to_markdown(found))
     return 0

@@ -33,7 +33,11 @@ def test_json_lists_every_finding_of_every_manifest(capsys):
         assert [(item["tests"], item["reason"], item["reproduction"], item["examples"]) for item in mine] == [
             (list(f.patterns), f.reason, f.reproduction, list(f.examples)) for f in entries]   # manifest order
         assert [item["condition"] for item in mine] == [None if f.condition is None else str(f.condition) for f in entries]
-    assert all(set(item) == {"implementation", "tests", "condition", "reason", "reproduction", "examples"} for item in listed)
+        assert [(item["failure"], item["every_draw"], item["factor"]) for item in mine] == [
+            (str(f.failure), f.every_draw, f.factor) for f in entries]
+    assert all(set(item) == {"implementation", "tests", "condition", "reason", "failure", "every_draw", "factor",
+                             "reproduction", "examples"} for item in listed)
+    assert all(item["failure"] for item in listed), "every entry says what its failure looks like"
     assert [item["implementation"] for item in listed] == sorted((item["implementation"] for item in listed),
                                                                  key=impls.names().index)
 

@@ -21,6 +21,7 @@ def test_a_finding_may_list_several_globs_and_known_failing_examples(tmp_path):
         [[finding]]
         test = ["suites/t.py::test_a[[]x-add-*]", "suites/t.py::test_a[[]x-mul-*]"]
         reason = "0-d float64 computed in float32"
+        raises = "AssertionError"
         reproduction = "..."
         examples = ["OpCase(op='add')", "OpCase(op='mul')"]
     """))
@@ -38,9 +39,15 @@ def test_a_finding_may_list_several_globs_and_known_failing_examples(tmp_path):
     ('test = "t"\nwhen = { cpu = ["avx2"] }', "when: unknown condition ['cpu']; conditions are ['cpu_capability', "),
     ('test = "t"\nwhen = { cpu_flags = "avx2" }', "cpu_flags must be a non-empty list of names"),
     ('test = "t"\nwhen = { versions = { torch = "2.4" } }', "versions.torch: '2.4' is not a version specifier"),
+    ('test = "t"\nraises = []', "say what the failure looks like: raises"),
+    ('test = "t"\nraises = 3', "raises must be an exception class name or a list of them"),
+    ('test = "t"\nmatch = "error ("', "match is not a regular expression"),
+    ('test = "t"\nraises = "E"\nevery_draw = 1', "every_draw must be true or false"),
+    ('test = "t"\nraises = "E"\nfactor = -2', "factor must be a positive number"),
 ])
 def test_malformed_fields_are_named(tmp_path, field, message):
-    path = _write(tmp_path, f'[[finding]]\n{field}\nreason = "r"\nreproduction = "p"\n')
+    path = _write(tmp_path, f'[[finding]]\n{field}\nreason = "r"\nreproduction = "p"\n' +
+                  ('' if "raises" in field or "match" in field else 'raises = "E"\n'))
     with pytest.raises(ManifestError, match=message.replace("[", r"\[").replace("]", r"\]")):
         load(path)
 
@@ -59,13 +66,13 @@ AVX2_ONLY = Machine(frozenset({"avx2"}), "AVX2", "cpu")
     ('{ versions = { pytest = ">=8", no-such-distribution = ">=0" } }', False, False),
 ])
 def test_a_condition_holds_where_every_term_does(tmp_path, when, on_avx512, on_avx2):
-    [finding] = load(_write(tmp_path, f'[[finding]]\ntest = "t"\nreason = "r"\nreproduction = "p"\nwhen = {when}\n'))
+    [finding] = load(_write(tmp_path, f'[[finding]]\ntest = "t"\nreason = "r"\nreproduction = "p"\nraises = "E"\nwhen = {when}\n'))
     assert (finding.active_on(AVX512_BF16), finding.active_on(AVX2_ONLY)) == (on_avx512, on_avx2)
     assert "(where: " in finding.label
 
 
 def test_a_finding_without_condition_holds_everywhere_and_reads_as_its_reason(tmp_path):
-    [finding] = load(_write(tmp_path, '[[finding]]\ntest = "t"\nreason = "r"\nreproduction = "p"\n'))
+    [finding] = load(_write(tmp_path, '[[finding]]\ntest = "t"\nreason = "r"\nreproduction = "p"\nraises = "E"\n'))
     assert finding.active_on(AVX2_ONLY) and finding.label == "r"
 
 

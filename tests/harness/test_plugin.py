@@ -138,11 +138,13 @@ def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(p
         [[finding]]
         test = "suites/test_io_roundtrip.py::test_roundtrip*"
         reason = "unflatten returns copies"
+        raises = "AssertionError"
         reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
 
         [[finding]]
         test = "suites/test_io_roundtrip.py::test_no_such_property*"
         reason = "stale"
+        match = "stale"
         reproduction = "none"
     """)
     result = run(python, project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors", "-rx")
@@ -163,6 +165,7 @@ def test_a_conditional_finding_holds_only_where_its_condition_does(python, proje
         test = "suites/test_io_roundtrip.py::test_roundtrip*"
         when = {when}
         reason = "unflatten returns copies"
+        raises = "AssertionError"
         reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
     """)
     result = run(python, project, "suites/test_io_roundtrip.py", "--impl", "clones_tensors", "--device", device, "-rx")
@@ -170,11 +173,61 @@ def test_a_conditional_finding_holds_only_where_its_condition_does(python, proje
     result.stdout.fnmatch_lines(summary)
 
 
+@pytest.mark.parametrize("pattern, outcomes", [
+    ('raises = "AssertionError"', {"xfailed": 1}),
+    ('raises = "AssertionError"\nmatch = "not the same tensor object"', {"xfailed": 1}),
+    ('raises = "TypeError"', {"failed": 1}),
+    ('raises = "AssertionError"\nmatch = "^no such message"', {"failed": 1}),
+])
+def test_an_expected_failure_counts_only_for_its_recorded_reason(python, project, tmp_path, pattern, outcomes):
+    """A test failing otherwise than its entry recorded is a FAIL in pytest's summary and the report."""
+    _manifest(project, "ClonesTensors", f"""
+        [[finding]]
+        test = "suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]"
+        reason = "unflatten returns copies"
+        {pattern.replace(chr(10), chr(10) + "        ")}
+        reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
+    """)
+    from ortcheck.report.collector import ResultCollector
+
+    result = run(python, project, "suites/test_io_roundtrip.py::test_roundtrip[clones_tensors-core]", "--impl",
+                 "clones_tensors", "-rfx")
+    result.assert_outcomes(**outcomes)
+    if "failed" in outcomes:
+        result.stdout.fnmatch_lines(["*failed, but not as recorded: AssertionError: *",
+                                     "*recorded (*ClonesTensors.toml: finding #1): raises *", "FAILED *test_roundtrip*"])
+
+
+def test_a_wrong_reason_failure_reads_as_such_in_the_report(python, project, tmp_path):
+    _manifest(project, "ClonesTensors", """
+        [[finding]]
+        test = "suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]"
+        reason = "unflatten returns copies"
+        raises = "TypeError"
+        reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
+    """)
+    project.makeconftest(project.path.joinpath("conftest.py").read_text() + textwrap.dedent(f"""
+        import json
+        from ortcheck.report.collector import ResultCollector
+        def pytest_configure(config):
+            config._collector = ResultCollector()
+            config.pluginmanager.register(config._collector)
+        def pytest_unconfigure(config):
+            with open({str(tmp_path / "outcomes.json")!r}, "w") as f:
+                json.dump([o.__dict__ for o in config._collector.outcomes], f)
+    """))
+    run(python, project, "suites/test_io_roundtrip.py::test_roundtrip[clones_tensors-core]", "--impl", "clones_tensors")
+    import json
+    (outcome,) = json.loads((tmp_path / "outcomes.json").read_text())
+    assert outcome["status"] == "fail" and outcome["detail"].startswith("failed, but not as recorded: AssertionError")
+
+
 def test_unexpected_pass_of_a_manifest_entry_fails_the_run(python, project):
     _manifest(project, "ClonesTensors", """
         [[finding]]
         test = "suites/test_io_schema.py::test_sizes_do_not_change_schema[[]clones_tensors-core]"
         reason = "claimed, but not true"
+        raises = "AssertionError"
         reproduction = "none"
     """)
     result = run(python, project, "suites/test_io_schema.py::test_sizes_do_not_change_schema[clones_tensors-core]", "--impl", "clones_tensors")
@@ -256,6 +309,7 @@ def test_a_crash_the_manifest_expects_is_an_expected_failure(python, project):
         [[finding]]
         test = "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct[[]segfaults]"
         reason = "dies in wrap"
+        raises = "crash"
         reproduction = "impls.get('segfaults').wrap(module)"
     """)
     result = run(python, project, "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct",

@@ -34,7 +34,12 @@ def _bnb_linear4bit(weight: Weight4Bit, bias: torch.Tensor):
 @given(weights_4bit(block_sizes=BNB_BLOCK_SIZES, max_dim=24, kinds=("normal", "zeros", "outliers"))
        .filter(lambda weight: weight.n * weight.k != 2), st.integers(1, 4))
 def test_routed_layer_computes_what_bnb_linear4bit_does(weight, rows):
-    """Same bytes (bitsandbytes quantizes both): outputs and input/bias gradients bit for bit.
+    """Same bytes (bitsandbytes quantizes both): outputs and input/bias gradients bit for bit where both
+    take the same kernel path. The bitwise claim assumes bitsandbytes 0.50.2's native CPU
+    ``dequantize_4bit`` (``lib.cdequantize_blockwise_cpu_*``); for an odd in_features it falls back to
+    its Python ``_dequantize_4bit_compute`` (``shape_fallback`` in ``backends/cpu/ops.py``) for
+    ``bnb.nn.Linear4bit``'s shape, whose float32 rounding differs in the last bit (2.98e-08 at in_features
+    1 under --hypothesis-seed=1 on an Intel AVX512 CPU), so there the two are held to float32 closeness.
     A weight of two elements is the finding below."""
     bias = torch.randn(weight.n, generator=torch.Generator().manual_seed(1))
     theirs = _bnb_linear4bit(weight, bias)
@@ -50,8 +55,12 @@ def test_routed_layer_computes_what_bnb_linear4bit_does(weight, rows):
         out = layer(leaf)
         out.square().sum().backward()
         grads.append((out.detach(), leaf.grad, layer.bias.grad))
+    same_path = weight.k % 2 == 0  # bitsandbytes' native kernel for both (see the docstring)
     for name, a, b in zip(("output", "input grad", "bias grad"), *grads):
-        assert torch.equal(a, b), f"{name} differs from bnb.nn.Linear4bit by {(a - b).abs().max().item()}"
+        if same_path:
+            assert torch.equal(a, b), f"{name} differs from bnb.nn.Linear4bit by {(a - b).abs().max().item()}"
+        else:
+            torch.testing.assert_close(a, b, msg=lambda m: f"{name}: {m}")
 
 
 @pytest.mark.xfail(strict=True, reason="bitsandbytes 0.50.2's CPU quantizer gives a small positive FP4 value the "

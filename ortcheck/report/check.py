@@ -1,0 +1,130 @@
+"""``ortcheck findings --check``: every manifest entry proves itself, numeric ones with margin.
+
+A strict expected failure that only some seeds reach turns a correct run red on the seeds that miss
+it (an XPASS), and a numeric finding recorded at 1.05x its bound flips on the next CPU. So each
+entry's tests run with its examples alone (``--findings-check``: hypothesis draws nothing; an entry
+marked ``every_draw`` runs its first draw) and must fail as recorded. A test that draws nothing
+runs whole, which is how a property without draws proves itself. Where the failure is numeric
+("implementation error E > bound B") the factor E / B is printed, and below :data:`MARGIN` the entry
+fails the check: it would not hold on another machine.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from ortcheck import impls, machine, manifest
+from ortcheck.pytest_plugin import FAILURE_PROPERTY
+
+MARGIN = 4.0
+SUITES = Path(__file__).resolve().parents[2] / "suites"
+_NO_DRAWS = "Hypothesis has been told to run no"  # hypothesis skips a property given no phase that draws and no example
+_NUMERIC = re.compile(r"error (\d[-+.\de]*) > bound (\d[-+.\de]*)")
+
+
+@dataclasses.dataclass
+class Verdict:
+    finding: manifest.Finding
+    statuses: dict[str, str] = dataclasses.field(default_factory=dict)  # node id -> xfail/fail/xpass/skip
+    lines: dict[str, str] = dataclasses.field(default_factory=dict)     # node id -> failure's first line
+
+    @property
+    def factor(self) -> float | None:
+        """The smallest error / bound among its tests' failures (None: not a numeric finding)."""
+        found = [float(m[1]) / float(m[2]) for m in map(_NUMERIC.search, self.lines.values()) if m and float(m[2]) > 0]
+        return min(found) if found else None
+
+    def problem(self) -> str | None:
+        """Why the entry fails the check, or None."""
+        ran = {nodeid: status for nodeid, status in self.statuses.items() if status != "skip"}
+        if not ran:
+            return None
+        passed = [nodeid for nodeid, status in ran.items() if status == "xpass"]
+        if passed:
+            why = "its examples pass" if self.finding.examples else (
+                "it has no examples and its property draws (add examples, or every_draw = true if it fails on "
+                "every draw)")
+            return f"{why}: {passed[0]}" + (f" (+{len(passed) - 1})" if len(passed) > 1 else "")
+        wrong = [f"{nodeid}: {self.lines.get(nodeid, 'failed')}" for nodeid, status in ran.items() if status == "fail"]
+        if wrong:
+            return f"fails, but not as recorded: {wrong[0]}"
+        factor = self.factor
+        if factor is not None and factor < MARGIN:
+            return f"numeric finding at {factor:.2f}x its bound, below {MARGIN:g}x"
+        return None
+
+
+class _Collector:
+    """A pytest plugin gathering each test's outcome and first failure line (on the xdist controller)."""
+
+    def __init__(self, findings: dict[str, list[manifest.Finding]]):
+        self.findings = findings
+        self.verdicts = {f.source: Verdict(f) for entries in findings.values() for f in entries}
+
+    def pytest_runtest_logreport(self, report):
+        if report.when != "call" and not (report.failed or report.skipped):
+            return
+        impl = dict(report.user_properties).get("ortcheck_impl")
+        finding = manifest.first_match(self.findings.get(impl, []), report.nodeid)
+        if finding is None:
+            return
+        verdict = self.verdicts[finding.source]
+        _, line = dict(report.user_properties).get(FAILURE_PROPERTY) or (None, "")
+        if hasattr(report, "wasxfail") and report.skipped:
+            verdict.statuses[report.nodeid] = "xfail"
+        elif report.failed and "XPASS(strict)" in str(report.longrepr):
+            verdict.statuses[report.nodeid] = "xpass"
+        elif report.failed:
+            verdict.statuses[report.nodeid] = "fail"
+            line = dict(report.user_properties).get("ortcheck_not_as_recorded") or line or report.longreprtext[-200:]
+        elif report.skipped and _NO_DRAWS in str(report.longrepr):
+            verdict.statuses[report.nodeid] = "xpass"  # a drawing property without examples proves nothing
+        elif report.skipped and report.nodeid not in verdict.statuses:
+            verdict.statuses[report.nodeid] = "skip"
+        if line:
+            verdict.lines[report.nodeid] = line
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--check", action="store_true",
+                        help="run every entry's examples alone (implementations available here); fail on an entry "
+                             f"whose examples pass, that fails otherwise than recorded, or that is numeric below {MARGIN:g}x")
+    parser.add_argument("-n", dest="workers", default="1",
+                        help="--check: pytest-xdist workers (default 1; a crash then costs one test, not the check)")
+
+
+def run(args: argparse.Namespace) -> int:
+    names = [n for n in (args.impl or impls.names()) if impls.get(n).unavailable_reason() is None]
+    here = machine.current("cpu")
+    findings = {n: [f for f in manifest.load(impls.get(n).manifest_path()) if f.active_on(here)] for n in names}
+    findings = {n: entries for n, entries in findings.items() if entries}
+    if not findings:
+        print("ortcheck findings --check: no active finding of an implementation available here")
+        return 0
+    collector = _Collector(findings)
+    pytest.main(["-q", "-p", "no:cacheprovider", "--findings-check", "--impl", ",".join(findings), "-n",
+                 str(args.workers), str(SUITES)], plugins=[collector])
+    return report(collector.verdicts.values())
+
+
+def report(verdicts) -> int:
+    """Print one line per entry; 1 when any entry fails the check."""
+    print(f"\nortcheck findings --check on {machine.describe()} (margin {MARGIN:g}x):")
+    failed = 0
+    for verdict in verdicts:
+        finding, problem = verdict.finding, verdict.problem()
+        factor = verdict.factor
+        measured = "" if factor is None else f" {factor:.2f}x" + (
+            f" (recorded {finding.factor:g}x)" if finding.factor else " (no factor recorded)")
+        if not any(status != "skip" for status in verdict.statuses.values()):
+            state = "not run here"
+        else:
+            state = "FAIL" if problem else "ok"
+        failed += bool(problem)
+        print(f"{state:12} {finding.source}{measured}" + (f": {problem}" if problem else ""))
+    print(f"{failed} entr{'y' if failed == 1 else 'ies'} failed the check")
+    return 1 if failed else 0
