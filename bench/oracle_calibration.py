@@ -6,10 +6,6 @@ the number of comparisons, percentiles and the worst ratio with its test: the nu
 oracle's FACTOR is calibrated from (docs/architecture.md, "Oracles"). Comparisons made by tests
 an implementation's manifest expects to fail are left out: they measure a finding, not a correct
 pipeline.
-
-``--compare BEFORE AFTER``: the same run logged twice, with ``ORTCHECK_ORACLE_ROUNDING=0`` (operands
-nudged only) and without (intermediates rounded too, ``ortcheck.checks.rounding``): per comparison,
-how much the emulated rounding grew the scale, and the worst ratio before and after, per suite.
 """
 from __future__ import annotations
 
@@ -59,40 +55,5 @@ def main(paths: list[str]) -> int:
     return 0
 
 
-def _scale(record: dict) -> float:
-    return max(record["eager_error"], record["sensitivity"], record["ulp"])
-
-
-def compare(before_path: str, after_path: str) -> int:
-    """Records of two logs of the same run, paired in order per (test, path)."""
-    def load(path):
-        keyed = collections.defaultdict(list)
-        with open(path) as handle:
-            for line in handle:
-                record = json.loads(line)
-                keyed[(record["test"], record["path"])].append(record)
-        return keyed
-
-    before, after = load(before_path), load(after_path)
-    suites = collections.defaultdict(list)
-    for key, records in before.items():
-        for old, new in zip(records, after.get(key, [])):
-            suites[_group(key[0])].append((old, new))
-    print(f"emulated rounding of intermediates; FACTOR = {FACTOR:g}; cpu capability "
-          f"{torch.backends.cpu.get_cpu_capability()}")
-    print(f"{'impl':<12} {'suite':<28} {'n':>7} {'scale x p50':>11} {'p99':>8} {'max':>8} {'max ratio before':>16} "
-          f"{'after':>8} {'over FACTOR before':>18} {'after':>6}")
-    for (impl, suite), pairs in sorted(suites.items()):
-        growth = sorted(_scale(new) / _scale(old) for old, new in pairs if _scale(old) > 0)
-        q = lambda f: growth[min(len(growth) - 1, int(f * len(growth)))] if growth else float("nan")
-        worst = [max((pair[i]["ratio"] for pair in pairs), default=0.0) for i in (0, 1)]
-        over = [sum(pair[i]["ratio"] > FACTOR for pair in pairs) for i in (0, 1)]
-        print(f"{impl:<12} {suite:<28} {len(pairs):>7} {q(0.5):>11.3g} {q(0.99):>8.3g} {q(1.0):>8.3g} "
-              f"{worst[0]:>16.3g} {worst[1]:>8.3g} {over[0]:>18} {over[1]:>6}")
-    return 0
-
-
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--compare"]:
-        sys.exit(compare(*sys.argv[2:4]))
     sys.exit(main(sys.argv[1:]))

@@ -3,11 +3,9 @@
 ``actual`` is the wrapped module. ``eager`` is the module as the user runs it and ``exact`` its
 float64 twin on the very same values. ``nudged`` is eager again with every float operand
 (parameters, buffers, inputs, cotangents) moved by one ulp of its own dtype, up or down at random
-(seeded), and ``nudged_exact`` the float64 twin on those nudged values, with the rounding of every intermediate
-emulated (:mod:`ortcheck.checks.rounding`: what any correct float32 evaluation order may make where
-a result cancels). ``nudged`` against
+(seeded), and ``nudged_exact`` the float64 twin on those nudged values. ``nudged`` against
 ``nudged_exact`` is a second, independent sample of eager's own rounding error; ``nudged_exact``
-against ``exact`` is how far rounding the operands and the intermediates moves the answer. Half-precision inputs keep
+against ``exact`` is how far rounding the operands alone moves the answer. Half-precision inputs keep
 their values in ``nudged`` (they are the user's, and no half value lies one float32 ulp away) but
 move by one float32 ulp in ``nudged_exact``: they are computed on in float32, where a sum of them
 rounds. Each run gets fresh leaf tensors, so no two share gradients.
@@ -19,7 +17,6 @@ from typing import Any
 
 import torch
 
-from ortcheck.checks.rounding import with_rounding
 from ortcheck.nested import map_leaves
 
 RUNS = ("actual", "eager", "exact", "nudged", "nudged_exact")
@@ -30,7 +27,7 @@ def module_runs(module: torch.nn.Module, wrapped: torch.nn.Module, seed: int = 0
     """``wrapped`` (built from a copy of ``module``) and the oracle's four modules from ``module``."""
     nudged = nudged_module(module, seed)
     return {"actual": wrapped, "eager": module, "exact": float64_copy(module), "nudged": nudged,
-            "nudged_exact": with_rounding(float64_copy(nudged), seed)}
+            "nudged_exact": float64_copy(nudged)}
 
 
 def input_runs(data: Any, seed: int = 0, device: str | None = None) -> dict[str, Any]:
