@@ -15,10 +15,16 @@ PROFILES = ("dev", "ci", "nightly")
 ENV_VAR = "ORTCHECK_HYPOTHESIS_PROFILE"
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
-settings.register_profile("dev", max_examples=30, deadline=None, suppress_health_check=_SLOW_OK)
-settings.register_profile("ci", max_examples=100, deadline=None, derandomize=True, database=None,
+# Each profile from hypothesis' own defaults, never from the profile in force: where the environment
+# says CI, hypothesis loads its built-in derandomized "ci" profile as the default, and a `dev` built
+# on it was derandomized too (a random-seed run on a CI machine drew nothing random).
+_BASE = settings.get_profile("default")
+settings.register_profile("dev", _BASE, max_examples=30, deadline=None, derandomize=False,
+                          suppress_health_check=_SLOW_OK)
+settings.register_profile("ci", _BASE, max_examples=100, deadline=None, derandomize=True, database=None,
                           print_blob=True, suppress_health_check=_SLOW_OK)
-settings.register_profile("nightly", max_examples=1000, deadline=None, suppress_health_check=_SLOW_OK)
+settings.register_profile("nightly", _BASE, max_examples=1000, deadline=None, derandomize=False,
+                          suppress_health_check=_SLOW_OK)
 
 
 def default_profile() -> str:

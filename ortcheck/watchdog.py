@@ -135,6 +135,9 @@ def _end(worker: int, records: Path, announce: bool, record: dict) -> None:
     path = record_path(records, record["nodeid"])
     path.with_suffix(".tmp").write_text(json.dumps(record))
     path.with_suffix(".tmp").replace(path)  # whole, before anyone can see the worker die
+    if announce:  # no xdist controller will report it: said before the test process dies, while its
+        # stderr is still read (after the death it was lost); its stacks stay in their file
+        print(f"\n{describe(record)}; stacks: {record['stacks']}", file=sys.stderr, flush=True)
     with contextlib.suppress(ProcessLookupError):
         os.kill(worker, DUMP_SIGNAL)
     given_up = time.monotonic() + GRACE
@@ -142,8 +145,6 @@ def _end(worker: int, records: Path, announce: bool, record: dict) -> None:
         time.sleep(0.05)
     if os.getppid() == worker:
         os.kill(worker, signal.SIGKILL)
-    if announce:  # no xdist controller will report it
-        print(f"\n{read_record(records, record['nodeid'])['stacks']}\n{describe(record)}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -7,13 +7,17 @@ implementations are not in the registry, and the script must rebuild the very on
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 
 import torch
 
 SCRIPT = '''"""Reproduction written by `ortcheck check`: {what} alone through {impl_name}."""
 import importlib
+import sys
 import torch
+
+sys.path[:0] = {paths!r}  # where the check found the model's and the implementation's modules
 from ortcheck.impls import Options
 from ortcheck.usercheck.calls import Projection, check_call, requiring_grad
 
@@ -35,6 +39,8 @@ def write_repro(report_dir, impl, options, module: torch.nn.Module, batch, what:
     torch.save(module, folder / "module.pt")
     torch.save(batch, folder / "inputs.pt")
     impl_path = f"{type(impl).__module__}:{type(impl).__qualname__}"
-    (folder / "repro.py").write_text(SCRIPT.format(what=what, impl_name=impl.name, impl_path=impl_path,
+    # the pickled module names its classes by import path: the script needs the check's import roots
+    paths = [str(Path(p or ".").resolve()) for p in sys.path if not p or Path(p).is_dir()]
+    (folder / "repro.py").write_text(SCRIPT.format(what=what, impl_name=impl.name, impl_path=impl_path, paths=paths,
                                                    options=dataclasses.asdict(options)))
     return folder

@@ -23,7 +23,7 @@ ORTCHECK_LAYERS = (
     ("ortcheck.cli", "ortcheck.run", "ortcheck.golden_cli", "ortcheck.pytest_plugin", "ortcheck.report",
      "ortcheck.delivery_modes", "ortcheck.profiles", "ortcheck.manifest", "ortcheck.conditions",
      "ortcheck.envsetup", "ortcheck.heap", "ortcheck.fpenv", "ortcheck.threadbudget", "ortcheck.seed",
-     "ortcheck.timebound", "ortcheck.watchdog", "ortcheck"),
+     "ortcheck.timebound", "ortcheck.watchdog", "ortcheck.failures", "ortcheck"),
 )
 # The pipeline's stages in import order: pipeline order, except that the bnb4 codec sits below
 # autodiff, whose MatMulBnb4 rule reads its code book.

@@ -40,3 +40,14 @@ def test_an_unknown_profile_name_in_the_environment_is_an_error(monkeypatch, val
             profiles.default_profile()
     else:
         assert profiles.default_profile() == "dev"
+
+
+def test_random_profiles_stay_random_where_hypothesis_defaults_to_its_ci_profile():
+    """hypothesis makes its derandomized "ci" profile the default when the environment says CI; our
+    random profiles must not inherit that (a dev run on a CI machine would draw nothing random)."""
+    from hypothesis import settings
+
+    from ortcheck import profiles  # noqa: F401 - registers the profiles
+
+    assert not settings.get_profile("dev").derandomize and not settings.get_profile("nightly").derandomize
+    assert settings.get_profile("ci").derandomize
