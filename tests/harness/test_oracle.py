@@ -1,0 +1,26 @@
+"""The float64 oracle's bound (ortcheck/checks/oracle.py) on hand-made runs."""
+import math
+
+import torch
+
+from ortcheck.checks.oracle import FACTOR, judge
+
+
+def runs(actual, exact=(1.0, 2.0), nudged_exact=(1.0, 2.0)):
+    exact = torch.tensor(exact, dtype=torch.float64)
+    eager = exact.float()
+    return {"actual": torch.tensor(actual), "eager": eager, "exact": exact,
+            "nudged": eager.clone(), "nudged_exact": torch.tensor(nudged_exact, dtype=torch.float64)}
+
+
+def test_a_value_far_off_fails_and_a_close_one_passes():
+    assert not judge(runs([1.0, 2.5])).ok
+    assert judge(runs([1.0, 2.0])).ok
+
+
+def test_a_non_finite_nudged_run_bounds_nothing_instead_of_everything():
+    """Operands one ulp away that overflow gave an infinite 'sensitivity', so an infinite bound
+    that passed any value (a wrong Softmax gradient on gpt2 did)."""
+    verdict = judge(runs([1.0, 2.5], nudged_exact=(1.0, math.inf)))
+    assert math.isfinite(verdict.bound) and verdict.bound < 0.5 / FACTOR
+    assert not verdict.ok
