@@ -91,12 +91,7 @@ def provider_options(flags: TorchFlags) -> dict[str, str]:
     }
 
 
-def deterministic(flags: TorchFlags) -> bool:
-    """``SessionOptions.use_deterministic_compute``: as torch's ``use_deterministic_algorithms``."""
-    return flags.deterministic
-
-
-# One arena per device for every session (``session.use_env_allocators``); None: registering it
+# One arena per device for every session (``session.use_env_allocators``); False: registering it
 # failed on this build, and each session keeps its own arena (growing only as requested).
 _shared_arenas: dict[int, bool] = {}
 _lock = threading.Lock()

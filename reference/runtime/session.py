@@ -77,7 +77,7 @@ class Session:
 
     def _create_cuda(self, flags: cuda.TorchFlags) -> ort.InferenceSession:
         options = session_options(self._arena)
-        options.use_deterministic_compute = cuda.deterministic(flags)
+        options.use_deterministic_compute = flags.deterministic  # as torch.use_deterministic_algorithms
         if cuda.shared_arena(flags):
             options.add_session_config_entry("session.use_env_allocators", "1")
         return ort.InferenceSession(self._model, options, providers=["CUDAExecutionProvider", "CPUExecutionProvider"],

@@ -19,11 +19,6 @@ _lock = threading.Lock()
 _global_pool_size: int | None = None
 
 
-def global_pool_size() -> int | None:
-    """The size the process-wide pool was given, or None while no session uses it."""
-    return _global_pool_size
-
-
 def configure(options: ort.SessionOptions) -> ort.SessionOptions:
     """Give ``options`` the process's thread budget: torch's thread count at the first session that
     needs more than one (the pool cannot be resized later; a later budget change keeps that size).

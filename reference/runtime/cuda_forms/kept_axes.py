@@ -8,11 +8,10 @@ reduced) ``Reshape(ReduceX(keepdims=1), [])``: only the output's shape is rearra
 """
 from __future__ import annotations
 
-import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
-from reference.runtime.cuda_forms.nodes import rewrite_nodes
+from reference.runtime.cuda_forms.nodes import int64_constant, rewrite_nodes
 
 REDUCTIONS = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
               "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}
@@ -29,11 +28,6 @@ def _drops_axes(node: onnx.NodeProto) -> bool:
             and not _attribute(node, "noop_with_empty_axes", 0))
 
 
-def _constant(graph: onnx.GraphProto, name: str, values) -> str:
-    graph.initializer.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
-    return name
-
-
 def _kept(graph: onnx.GraphProto, node: onnx.NodeProto) -> list[onnx.NodeProto] | None:
     if not _drops_axes(node):
         return None
@@ -44,9 +38,9 @@ def _kept(graph: onnx.GraphProto, node: onnx.NodeProto) -> list[onnx.NodeProto] 
     axes = reduced.input[1] if len(reduced.input) > 1 and reduced.input[1] else None
     listed = _attribute(reduced, "axes", None)  # opsets before axes became an input
     if listed is not None:
-        axes = _constant(graph, f"{final}__axes", listed)
+        axes = int64_constant(graph, f"{final}__axes", listed)
     if axes is None:
-        scalar = _constant(graph, f"{final}__scalar_shape", np.zeros(0, dtype=np.int64))
+        scalar = int64_constant(graph, f"{final}__scalar_shape", [])
         return [reduced, helper.make_node("Reshape", [kept, scalar], [final], name=f"{node.name}__scalar")]
     return [reduced, helper.make_node("Squeeze", [kept, axes], [final], name=f"{node.name}__squeeze")]
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 import onnx
+from onnx import numpy_helper
 
 Rewrite = Callable[[onnx.GraphProto, onnx.NodeProto], "list[onnx.NodeProto] | None"]
 
@@ -27,3 +29,10 @@ def _walk(graph: onnx.GraphProto, rewrite: Rewrite) -> None:
         nodes.extend([node] if replaced is None else replaced)
     del graph.node[:]
     graph.node.extend(nodes)
+
+
+def int64_constant(graph: onnx.GraphProto, name: str, values) -> str:
+    """``name``: an int64 initializer of ``graph`` holding ``values`` (added once)."""
+    if not any(t.name == name for t in graph.initializer):
+        graph.initializer.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
+    return name

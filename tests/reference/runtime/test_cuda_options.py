@@ -3,7 +3,7 @@ import itertools
 
 import pytest
 
-from reference.runtime.cuda import TorchFlags, deterministic, provider_options
+from reference.runtime.cuda import TorchFlags, provider_options
 
 
 def flags(matmul_tf32=False, cudnn_tf32=True, det=False, device=0, stream=1234):
@@ -21,7 +21,6 @@ def test_tf32_only_where_torch_allows_it_for_products_and_convolutions(matmul_tf
 def test_convolution_algorithms_follow_torchs_determinism():
     assert provider_options(flags(det=False))["cudnn_conv_algo_search"] == "HEURISTIC"
     assert provider_options(flags(det=True))["cudnn_conv_algo_search"] == "DEFAULT"
-    assert deterministic(flags(det=True)) and not deterministic(flags(det=False))
 
 
 def test_sessions_run_on_torchs_stream_and_device():
