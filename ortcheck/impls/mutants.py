@@ -221,8 +221,12 @@ class Hangs(EagerImpl):
 
 def hold_the_gil(seconds: int) -> None:
     """Sleep in native code without releasing the GIL (``ctypes.PyDLL`` keeps it across the call): no
-    other thread of the process runs meanwhile, pytest-timeout's timer thread included."""
-    ctypes.PyDLL(None).sleep(seconds)
+    other thread of the process runs meanwhile, pytest-timeout's timer thread included. A handled
+    signal ends libc's sleep early (it returns the seconds left: in an xdist worker it once returned
+    at once), so it sleeps again for what is left."""
+    left = seconds
+    while left:
+        left = ctypes.PyDLL(None).sleep(left)
 
 
 class HoldsTheGil(EagerImpl):
