@@ -27,7 +27,8 @@ FLOAT_DTYPES = ("float32", "float64")
 SHAPE_CLASSES = ("regular", "empty", "scalar")
 MAX_SIDE = 3
 
-# How an input's values are drawn: float ("float", "positive", "nonzero"), or not differentiable
+# How an input's values are drawn: float ("float", "positive", "nonzero", "tail": in [-20, -6], where
+# sigmoid-like functions saturate and only a relatively accurate kernel keeps their gradient), or not differentiable
 # ("bool", "index:<bound>" integers in [0, bound), "class:<bound>" class labels).
 Kind = str
 
@@ -39,7 +40,7 @@ class Input:
 
     @property
     def differentiable(self) -> bool:
-        return self.kind in ("float", "positive", "nonzero")
+        return self.kind in ("float", "positive", "nonzero", "tail")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +74,8 @@ def _make(spec: Input, dtype: str, generator: torch.Generator) -> torch.Tensor:
         values = values.abs() + 0.5
     elif kind == "nonzero":
         values = values.sign() * (values.abs() + 0.5)
+    elif kind == "tail":
+        values = -(6 + 14 * torch.special.ndtr(values))  # uniform-ish over [-20, -6]
     return values.to(getattr(torch, dtype))
 
 
@@ -443,6 +446,8 @@ OPS: dict[str, Op] = {op.name: op for op in (
     Op("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"), _unary()),
     Op("tanh", torch.tanh, _unary()),
     Op("sigmoid", torch.sigmoid, _unary()),
+    Op("sigmoid_tail", torch.sigmoid, _unary("tail"), REGULAR),
+    Op("silu_tail", F.silu, _unary("tail"), REGULAR),
     Op("relu", torch.relu, _unary()),
     Op("neg", torch.neg, _unary()),
     Op("exp", torch.exp, _unary()),

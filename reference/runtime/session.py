@@ -15,7 +15,7 @@ import torch
 from onnxruntime.capi import _pybind_state as C
 
 from reference.runtime import cuda, pool, threads
-from reference.runtime.cuda_forms import for_cuda
+from reference.runtime.kernel_forms import for_device
 from reference.runtime.tensors import from_ort, to_ort
 
 _PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
@@ -46,7 +46,7 @@ class Session:
         if device not in _PROVIDERS:
             raise ValueError(f"unknown device {device!r}; valid: {', '.join(_PROVIDERS)}")
         self.device = torch.device(device) if device == "cpu" else torch.device(device, torch.cuda.current_device())
-        self._model = (for_cuda(model) if device == "cuda" else model).SerializeToString()
+        self._model = for_device(model, device).SerializeToString()
         self._arena = arena
         self._owner = next(_owners)
         pool.release_with(self, device, self._owner)

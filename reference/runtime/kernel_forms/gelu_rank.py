@@ -6,7 +6,7 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
-from reference.runtime.cuda_forms.nodes import int64_constant, rewrite_nodes
+from reference.runtime.kernel_forms.nodes import int64_constant, rewrite_nodes
 
 
 def _wrapped(graph: onnx.GraphProto, node: onnx.NodeProto) -> list[onnx.NodeProto] | None:

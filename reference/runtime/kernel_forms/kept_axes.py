@@ -11,7 +11,7 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
-from reference.runtime.cuda_forms.nodes import int64_constant, rewrite_nodes
+from reference.runtime.kernel_forms.nodes import int64_constant, rewrite_nodes
 
 REDUCTIONS = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
               "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}

@@ -1,4 +1,4 @@
-"""The walk every CUDA form shares: each node of a graph (and of its subgraphs) replaced by the
+"""The walk every kernel form shares: each node of a graph (and of its subgraphs) replaced by the
 nodes a rewrite returns for it, on a copy of the model."""
 from __future__ import annotations
 
@@ -33,6 +33,15 @@ def _walk(graph: onnx.GraphProto, rewrite: Rewrite) -> None:
 
 def int64_constant(graph: onnx.GraphProto, name: str, values) -> str:
     """``name``: an int64 initializer of ``graph`` holding ``values`` (added once)."""
+    return _constant(graph, name, np.array(values, dtype=np.int64))
+
+
+def float_constant(graph: onnx.GraphProto, name: str, value: float) -> str:
+    """``name``: a float32 scalar initializer of ``graph`` (added once; ``CastLike`` it to the dtype at hand)."""
+    return _constant(graph, name, np.array(value, dtype=np.float32))
+
+
+def _constant(graph: onnx.GraphProto, name: str, array: np.ndarray) -> str:
     if not any(t.name == name for t in graph.initializer):
-        graph.initializer.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
+        graph.initializer.append(numpy_helper.from_array(array, name))
     return name

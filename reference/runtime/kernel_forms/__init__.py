@@ -1,0 +1,36 @@
+"""Graphs rewritten into forms onnxruntime's kernels compute right, applied to every graph a session
+runs (:func:`for_device`), each rewrite one module with one job.
+
+- Everywhere: ``Sigmoid`` built from ``Exp`` (:mod:`.exact_sigmoid`): the CPU kernel is accurate
+  only in absolute terms, so a saturated sigmoid's gradient came out relatively wrong.
+- On CUDA: the first runs on an H200 (onnxruntime-gpu 1.31.1) found kernels refusing inputs ONNX
+  defines and the CPU kernels compute: reductions dropping an empty axis, ``Gelu`` of a 0-d tensor,
+  the variadic ``Sum`` of empty tensors. These only move shapes around or split a node into the ops
+  it is defined by, so CPU and CUDA sessions compute the same values.
+
+Every graph of every recompute level passes here, so the levels stay bitwise equal.
+"""
+from __future__ import annotations
+
+import onnx
+
+from reference.runtime.kernel_forms.exact_sigmoid import exact_sigmoid
+from reference.runtime.kernel_forms.gelu_rank import gelu_with_an_axis
+from reference.runtime.kernel_forms.kept_axes import keep_reduced_axes
+from reference.runtime.kernel_forms.sum_chain import sum_as_adds
+
+EVERYWHERE = (exact_sigmoid,)
+CUDA_ONLY = (keep_reduced_axes, gelu_with_an_axis, sum_as_adds)
+
+
+def for_cuda(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Only the shape-moving CUDA rewrites (their tests compare them bitwise with the graph given)."""
+    for rewrite in CUDA_ONLY:
+        model = rewrite(model)
+    return model
+
+
+def for_device(model: onnx.ModelProto, device: str) -> onnx.ModelProto:
+    for rewrite in EVERYWHERE:
+        model = rewrite(model)
+    return for_cuda(model) if device == "cuda" else model
