@@ -3,9 +3,10 @@
 ``actual`` is the wrapped module. ``eager`` is the module as the user runs it and ``exact`` its
 float64 twin on the very same values. ``nudged`` is eager again with every float operand
 (parameters, buffers, inputs, cotangents) moved by one ulp of its own dtype, up or down at random
-(seeded), and ``nudged_exact`` the float64 twin on those nudged values. ``nudged`` against
+(seeded), and ``nudged_exact`` the float64 twin on those nudged values, sampling another
+evaluation order's rounding of every intermediate (:mod:`ortcheck.checks.rounding`). ``nudged`` against
 ``nudged_exact`` is a second, independent sample of eager's own rounding error; ``nudged_exact``
-against ``exact`` is how far rounding the operands alone moves the answer. Half-precision inputs keep
+against ``exact`` is how far rounding the operands and the intermediates moves the answer. Half-precision inputs keep
 their values in ``nudged`` (they are the user's, and no half value lies one float32 ulp away) but
 move by one float32 ulp in ``nudged_exact``: they are computed on in float32, where a sum of them
 rounds. Each run gets fresh leaf tensors, so no two share gradients.
@@ -17,6 +18,7 @@ from typing import Any
 
 import torch
 
+from ortcheck.checks.rounding import mark_origin, with_rounding
 from ortcheck.nested import map_leaves
 
 RUNS = ("actual", "eager", "exact", "nudged", "nudged_exact")
@@ -26,8 +28,9 @@ _NUDGED_DTYPES = (torch.float32, torch.float64)
 def module_runs(module: torch.nn.Module, wrapped: torch.nn.Module, seed: int = 0) -> dict[str, torch.nn.Module]:
     """``wrapped`` (built from a copy of ``module``) and the oracle's four modules from ``module``."""
     nudged = nudged_module(module, seed)
+    held = {t.dtype for t in [*module.parameters(), *module.buffers()]}
     return {"actual": wrapped, "eager": module, "exact": float64_copy(module), "nudged": nudged,
-            "nudged_exact": float64_copy(nudged)}
+            "nudged_exact": with_rounding(float64_copy(nudged), seed, held)}
 
 
 def input_runs(data: Any, seed: int = 0, device: str | None = None) -> dict[str, Any]:
@@ -57,7 +60,7 @@ def to_float64(data: Any) -> Any:
     """``data`` with every floating tensor as a fresh float64 leaf (same values, same requires_grad)."""
     def convert(leaf):
         if isinstance(leaf, torch.Tensor) and leaf.is_floating_point():
-            return leaf.detach().double().requires_grad_(leaf.requires_grad)
+            return mark_origin(leaf.detach().double().requires_grad_(leaf.requires_grad), leaf)
         return leaf
 
     return map_leaves(data, convert)
@@ -96,7 +99,7 @@ def _half_moved_to_float64(data: Any, seed: int) -> Any:
             if leaf.dtype not in _NUDGED_DTYPES:
                 signs = torch.randint(0, 2, value.shape, generator=generator).double().mul_(2).sub_(1)
                 value = value * (1 + eps * signs.to(value.device))
-            return value.requires_grad_(leaf.requires_grad)
+            return mark_origin(value.requires_grad_(leaf.requires_grad), leaf)
         return leaf
 
     return map_leaves(data, convert)

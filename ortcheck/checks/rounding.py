@@ -1,0 +1,111 @@
+"""Another evaluation order's rounding, sampled: the oracle's answer to cancellation.
+
+The oracle's ``nudged_exact`` run moves every operand by one ulp; that measures how the answer
+depends on its inputs, not on the rounding *inside* the computation. Where a result is the small
+remainder of larger terms (an input gradient summed over features that cancel, a norm over two
+features), any correct float32 evaluation rounds those terms by about eps·Σ|terms|, far more than
+an ulp of the result; eager's own error is then one lucky sample of that (two identical sums cancel
+exactly in eager), and a pipeline that sums in another order lands elsewhere, correctly. Running
+error analysis would carry Σ|terms| through a rule per op; Monte Carlo arithmetic (Parker, 1997)
+samples it with no rule per op, and that is what this does to the float64 run: inside the module's
+forward, every fresh floating result of a torch function, and every gradient flowing back into one,
+is multiplied by (1 + u·eps/2), u uniform in [-1, 1] (seeded), eps that of the precision eager
+computes in (the module's parameters, the inputs' dtypes before the float64 copy): a float64 module
+is moved by float64 roundings only, so a float64 finding stays one. The run's distance from the
+exact one then carries the Σ|terms| scale of every later sum, cancelling or not, as a continuous
+sample (a float32 ±1-ulp sample of two equal sums cancels half the time: tests/harness/test_rounding.py).
+
+Left alone, so that structure stays the module's: values the factor would make non-finite
+(``finfo.min`` attention masks), aliases (views, in-place results, buffers updated in place) and
+integer results. ``ORTCHECK_ORACLE_ROUNDING=0`` switches it off (``bench/oracle_calibration.py``).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Iterable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+SWITCH_ENV = "ORTCHECK_ORACLE_ROUNDING"
+ORIGIN = "_ortcheck_computed_in"  # set on float64 copies of user tensors: the dtype eager computes them in
+_SKIPPED = ("__get__", "__set__")
+
+
+def precision(dtypes: Iterable[torch.dtype]) -> float:
+    """The unit roundoff eager computes in, given the floating dtypes it holds (0.0: none): the
+    coarsest of them, half precision counting as float32 (its arithmetic is)."""
+    eps = [torch.finfo(d if d in (torch.float32, torch.float64) else torch.float32).eps
+           for d in dtypes if d.is_floating_point]
+    return max(eps, default=0.0)
+
+
+def mark_origin(copy: torch.Tensor, original: torch.Tensor) -> torch.Tensor:
+    """``copy`` (a float64 twin of ``original``) remembering the dtype eager computes ``original`` in."""
+    setattr(copy, ORIGIN, original.dtype)
+    return copy
+
+
+def relatively_moved(tensor: torch.Tensor, eps: float, generator: torch.Generator) -> torch.Tensor:
+    """``tensor`` times (1 + u·eps/2) elementwise, u uniform in [-1, 1]; unmoved where that is not finite."""
+    u = torch.rand(tensor.shape, generator=generator, dtype=torch.float64).mul_(2).sub_(1)
+    moved = tensor * (1 + u.mul_(eps / 2).to(tensor.device, tensor.dtype))
+    return torch.where(torch.isfinite(moved), moved, tensor)
+
+
+class _Rounding(TorchFunctionMode):
+    def __init__(self, eps: float, generator: torch.Generator):
+        super().__init__()
+        self.eps, self.generator = eps, generator
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        if (getattr(func, "__name__", "") in _SKIPPED or not isinstance(result, torch.Tensor)
+                or not result.is_floating_point() or result.numel() == 0 or _aliases(result, args, kwargs)):
+            return result
+        with torch.no_grad():
+            offset = relatively_moved(result.detach(), self.eps, self.generator) - result.detach()
+        moved = result + offset
+        if moved.requires_grad:
+            moved.register_hook(lambda grad: relatively_moved(grad, self.eps, self.generator))
+        return moved
+
+
+def _aliases(result: torch.Tensor, args, kwargs) -> bool:
+    if result._is_view():
+        return True
+    storage = result.untyped_storage().data_ptr()
+    operands = [*args, *(kwargs or {}).values()]
+    return any(isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() == storage for t in operands)
+
+
+def _input_origins(value: Any) -> list[torch.dtype]:
+    if isinstance(value, torch.Tensor):
+        return [getattr(value, ORIGIN)] if hasattr(value, ORIGIN) else []
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [dtype for item in value for dtype in _input_origins(item)]
+    return []
+
+
+def with_rounding(module: torch.nn.Module, seed: int, computed_in: Iterable[torch.dtype] = ()) -> torch.nn.Module:
+    """``module`` (a float64 twin) with every forward call, and the backward through it, sampling the
+    rounding of eager's precision: ``computed_in`` (the eager module's dtypes) and its inputs' origins."""
+    if os.environ.get(SWITCH_ENV) == "0":
+        return module
+    generator, held = torch.Generator().manual_seed(seed), list(computed_in)
+    modes: list = []
+
+    def enter(_, args, kwargs):
+        eps = precision([*held, *_input_origins([args, kwargs])])
+        modes.append(_Rounding(eps, generator) if eps else contextlib.nullcontext())
+        modes[-1].__enter__()
+
+    def leave(*_):
+        modes.pop().__exit__(None, None, None)
+
+    module.register_forward_pre_hook(enter, with_kwargs=True)
+    module.register_forward_hook(leave, always_call=True)
+    return module

@@ -1,0 +1,78 @@
+"""The oracle's sampled rounding (ortcheck.checks.rounding): it must see a cancellation's terms, in the
+precision eager computes in, and leave the module's structure alone."""
+import torch
+
+from ortcheck.checks.rounding import precision, relatively_moved, with_rounding
+from ortcheck.checks.runs import to_float64
+
+EPS32, EPS64 = torch.finfo(torch.float32).eps, torch.finfo(torch.float64).eps
+
+
+class Cancel(torch.nn.Module):
+    """sum(3x) - sum(3x) + x[0]/1000: a result of 0.05 left from terms of 9600."""
+
+    def forward(self, x):
+        return (x * 3).sum() - (x * 3).sum() + x[0] * 1e-3
+
+
+def test_a_cancelling_sum_moves_by_the_size_of_its_terms_not_of_its_result():
+    """Eager float32 is exact here by luck (both sums are the same computation); a pipeline summing the
+    second another way is off by 2 ulp of 9600 = 2e-3, and the sample must be of that size."""
+    x = torch.full((64,), 50.0)
+    exact = Cancel()(x.double()).item()
+    moved = with_rounding(Cancel(), seed=0)(to_float64(x)).item()
+    terms = (3 * x).abs().sum().item()
+    assert abs(exact - 0.05) < 1e-12 and Cancel()(x).item() == torch.tensor(0.05).item()
+    for seed in range(8):  # continuous: never the lucky 0 of a float32 +-1 ulp sample
+        moved = with_rounding(Cancel(), seed=seed)(to_float64(x)).item()
+        assert EPS32 * terms / 1000 < abs(moved - exact) < EPS32 * terms
+
+
+def test_a_float64_computation_is_moved_by_float64_roundings_only():
+    """A float64 finding (an error of 1e-9 where float64 eager is exact to 1e-16) stays a finding."""
+    x = torch.randn(8, 8, dtype=torch.float64)
+    layer = torch.nn.Linear(8, 8).double()
+    exact, moved = layer(x), with_rounding(layer, seed=1, computed_in={torch.float64})(to_float64(x))
+    relative = ((moved - exact).abs() / exact.abs()).max().item()
+    assert 0 < relative < 64 * EPS64
+
+
+def test_the_precision_is_eagers_coarsest_and_none_without_floats():
+    assert precision([torch.float64, torch.float32]) == EPS32
+    assert precision([torch.bfloat16]) == EPS32 and precision([torch.float64]) == EPS64
+    assert precision([torch.int64]) == 0.0
+    x = torch.full((4,), 50.0, dtype=torch.float64)  # no origin marked, no floating parameter: exact
+    assert with_rounding(Cancel(), seed=0)(x).item() == Cancel()(x).item()
+
+
+def test_gradients_through_the_module_are_moved_too():
+    x = to_float64(torch.randn(8, 8, requires_grad=True))
+    layer = torch.nn.Linear(8, 8).double()
+    (layer(x) * 2).sum().backward()
+    exact = x.grad.clone()
+    x.grad = None
+    (with_rounding(layer, seed=2, computed_in={torch.float32})(x) * 2).sum().backward()
+    relative = ((x.grad - exact).abs() / exact.abs()).max().item()
+    assert 0 < relative < 64 * EPS32
+
+
+def test_values_the_factor_would_overflow_stay_where_they_are():
+    values = torch.tensor([torch.finfo(torch.float64).min, torch.finfo(torch.float64).max, 0.0, 1.0],
+                          dtype=torch.float64)
+    moved = relatively_moved(values, EPS32, torch.Generator().manual_seed(0))
+    assert torch.isfinite(moved).all() and moved[2] == 0 and 0 < abs(moved[3] - 1) <= EPS32 / 2
+
+
+def test_aliases_and_in_place_buffers_keep_their_identity():
+    norm = with_rounding(torch.nn.BatchNorm1d(3).double(), seed=3, computed_in={torch.float32})
+    before = norm.running_mean
+    norm(torch.randn(4, 3, dtype=torch.float64) + 5)
+    assert norm.running_mean is before and (before > 0.4).all()
+    x = to_float64(torch.randn(2, 3))
+    assert torch.equal(with_rounding(torch.nn.Flatten(0), seed=4)(x), x.reshape(-1))
+
+
+def test_switched_off_it_is_the_module_itself(monkeypatch):
+    monkeypatch.setenv("ORTCHECK_ORACLE_ROUNDING", "0")
+    x = to_float64(torch.full((64,), 50.0))
+    assert with_rounding(Cancel(), seed=0)(x).item() == Cancel()(x).item()
