@@ -33,7 +33,7 @@ from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
 from ortcheck.impls import Capability
 from ortcheck.delivery_modes import options_in_both_delivery_modes  # noqa: F401 (options, per mode)
 from ortcheck.profiles import costly
-from ortcheck.strategies.layer_stacks import BLOCK_KINDS, LayerStack, layer_stacks
+from ortcheck.strategies.layer_stacks import BLOCK_KINDS, LayerStack, layer_stacks, stack_example
 
 pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 
@@ -183,7 +183,9 @@ def check_hook_order(impl, options, stack: LayerStack, seed: int) -> None:
 
 
 
-def test_post_accumulate_hooks_fire_in_eagers_dependency_order(impl, options):
+def test_post_accumulate_hooks_fire_in_eagers_dependency_order(impl, options, manifest_examples):
+    for text in manifest_examples:  # (LayerStack(...), seed)
+        check_hook_order(impl, options, *stack_example(text))
     drawn(check_hook_order, stack=ORDER_STACKS)(impl, options)
 
 
