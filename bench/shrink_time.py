@@ -1,12 +1,12 @@
 """How long a failing transition sequence takes to shrink to its minimal reproduction.
 
 Runs the transition suite's state machine (drawn sequences only, no canonical examples) against
-deliberately broken implementations from ortcheck/impls/mutants.py, under random seeds, and prints
+positive controls from controls/transitions.py, under random seeds, and prints
 per run (each with a fresh random seed) the seconds until hypothesis reported the shrunk sequence
 and that sequence's length.
 Target (docs/architecture.md, "Determinism"): under 60 s on 2 cores.
 
-    python bench/shrink_time.py [--mutant reexports_on_new_sizes] [--family mixed] [--seeds 3] [--show]
+    python bench/shrink_time.py [--control reexports_on_new_sizes] [--family mixed] [--seeds 3] [--show]
 """
 from __future__ import annotations
 
@@ -20,11 +20,13 @@ import torch
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from ortcheck.impls import Options, mutants
+from ortcheck.impls import Options
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # controls/ is not installed: it lives in the checkout only
+from controls.transitions import OneGraphSlot, ReexportsOnNewSizes  # noqa: E402
 
-MUTANTS = {cls.name: cls for cls in (mutants.ReexportsOnNewSizes, mutants.OneGraphSlot)}
+CONTROLS = {cls.name: cls for cls in (ReexportsOnNewSizes, OneGraphSlot)}
 
 
 def _suite():
@@ -36,7 +38,7 @@ def _suite():
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mutant", default="reexports_on_new_sizes", choices=sorted(MUTANTS))
+    parser.add_argument("--control", default="reexports_on_new_sizes", choices=sorted(CONTROLS))
     parser.add_argument("--family", default="mixed")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--show", action="store_true", help="print each shrunk reproduction")
@@ -45,7 +47,7 @@ def main() -> int:
     print(f"cpu capability {torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} torch threads")
     worst = 0.0
     for run in range(1, args.seeds + 1):
-        machine = suite.machine(MUTANTS[args.mutant](), Options(), args.family)
+        machine = suite.machine(CONTROLS[args.control](), Options(), args.family)
         started = time.perf_counter()
         try:
             run_state_machine_as_test(machine, settings=settings(suite.sequences(args.family), max_examples=100,

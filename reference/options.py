@@ -11,6 +11,9 @@ import os
 
 FALLBACK_POLICIES = ("disable", "auto")
 DEVICES = ("cpu", "cuda")
+# The options that shape the gradient graphs, not the export: a change rebuilds them alone
+# ("memory optimizer options changed", reference.transitions).
+MEMORY_OPTIONS = ("memory_opt_level", "memory_opt_config", "mem_efficient_grad")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +40,11 @@ class Options:
             raise ValueError(f"memory_opt_level must be 0, 1 or 2, got {self.memory_opt_level!r}")
         if not isinstance(self.memory_opt_config, (str, os.PathLike)):
             object.__setattr__(self, "memory_opt_config", tuple(self.memory_opt_config))
+
+    @property
+    def memory_options(self) -> tuple:
+        """The values of :data:`MEMORY_OPTIONS`, which the transition machine compares."""
+        return tuple(getattr(self, name) for name in MEMORY_OPTIONS)
 
     @property
     def recomputes(self) -> bool:

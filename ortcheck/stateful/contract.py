@@ -12,15 +12,15 @@ rules, per forward call:
   call's signature (input structure, dtypes, ranks, Python values; never sizes) or the module's
   attributes (set through the wrapper) differ from what it was built for, checked in that order;
 - otherwise, with grad enabled, the gradient graph alone is rebuilt when the inputs requiring grad,
-  the trainable parameters or the memory-optimizer options differ (recompute rewrites the
-  gradient graphs, never the export); under ``torch.no_grad()`` nothing is rebuilt for them;
+  the trainable parameters or the memory options (``MEMORY_OPTIONS``: the memory optimizer's, and
+  how gradients are delivered) differ (they rewrite the gradient graphs, never the export); under ``torch.no_grad()`` nothing is rebuilt for them;
 - each export or gradient build creates one new set of sessions; nothing falls back to eager.
 """
 from __future__ import annotations
 
 import dataclasses
 
-from ortcheck.impls.base import Observations
+from ortcheck.impls.base import Observations, Options
 
 FIRST_FORWARD = "first forward"
 MODE_CHANGED = "train/eval mode changed"
@@ -34,6 +34,14 @@ REUSED = "reuse: nothing changed"
 REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED,
            INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
 COUNTERS = ("exports", "gradient_builds", "sessions", "fallbacks")
+# The options that shape the gradient graphs, not the export (the memory optimizer's level and
+# config, and how gradients are delivered): a change rebuilds the gradient graphs alone.
+MEMORY_OPTIONS = ("memory_opt_level", "memory_opt_config", "mem_efficient_grad")
+
+
+def memory_options(options: Options) -> tuple:
+    """What a :class:`Call` records of ``options``: the values of :data:`MEMORY_OPTIONS`."""
+    return tuple(getattr(options, name) for name in MEMORY_OPTIONS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +55,7 @@ class Call:
     inputs_requiring_grad: tuple[bool, ...]
     trainable: frozenset[str]
     grad_enabled: bool = True
-    memory_options: tuple = ()  # the memory optimizer's level and config
+    memory_options: tuple = ()  # memory_options(the options in force)
 
 
 class Contract:

@@ -19,7 +19,7 @@ from ortcheck.checks.oracle import assert_matches_oracle
 from ortcheck.checks.runs import RUNS, input_runs, module_runs
 from ortcheck.impls.base import Implementation, Options
 from ortcheck.models.transition_subject import TransitionSubject
-from ortcheck.stateful.contract import Call, Contract
+from ortcheck.stateful.contract import Call, Contract, memory_options
 from ortcheck.stateful.inputs import Inputs
 from ortcheck.strategies.transitions.actions import (
     Forward, MoveTo, SetAttribute, SetMemoryOptimizer, SetMode, SetRequiresGrad, SetTrainable, Step,
@@ -51,7 +51,7 @@ class Scenario:
         self.training = True
         self.frozen: frozenset[str] = frozenset()
         self.attribute_sets = 0
-        self.memory_options = (options.memory_opt_level, options.memory_opt_config)
+        self.memory_options = memory_options(options)
         self.actions: list = []
         self._pending: _Pending | None = None
         self._handlers = {Forward: self._forward, Step: self._step, SetRequiresGrad: self._set_requires_grad,
@@ -152,7 +152,7 @@ class Scenario:
     def _set_memory_optimizer(self, action: SetMemoryOptimizer) -> None:
         self.options = dataclasses.replace(self.options, memory_opt_level=action.level)
         self.impl.reconfigure(self.wrapped, self.options)
-        self.memory_options = (self.options.memory_opt_level, self.options.memory_opt_config)
+        self.memory_options = memory_options(self.options)
 
     def _parameter_names(self) -> list[str]:
         return [name for name, _ in self.modules["eager"].named_parameters()]

@@ -7,11 +7,13 @@ the new opset is registered beside the old one and the model's opset picks.
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING, Callable
+import contextlib
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import onnx
 
 from reference.autodiff.errors import UnsupportedOpError
+from reference.seams import Seam
 
 if TYPE_CHECKING:
     from reference.autodiff.context import GradientContext
@@ -22,6 +24,8 @@ Rule = Callable[["GradientContext", "GradNode"], dict[int, str]]
 
 _RULES: dict[tuple[str, str], list[tuple[int, Rule]]] = {}  # sorted by since
 _NON_DIFFERENTIABLE: set[tuple[str, str]] = set()
+# Fault injection (reference.seams): rules served instead of the registered ones, at every opset.
+REPLACED_RULES: Seam[dict[tuple[str, str], Rule]] = Seam("replaced gradient rules", {})
 
 
 def _key(op_type: str, domain: str) -> tuple[str, str]:
@@ -59,8 +63,19 @@ def supported_ops() -> list[str]:
     return sorted(op if not domain else f"{domain}.{op}" for domain, op in _RULES)
 
 
+@contextlib.contextmanager
+def rule_replaced(op_type: str, rule: Rule, domain: str = "") -> Iterator[None]:
+    """``rule`` serves ``op_type`` inside the block, whatever the opset. Fault injection only
+    (reference.seams): the positive controls' wrong gradient rules."""
+    with REPLACED_RULES.overridden({**REPLACED_RULES.value, _key(op_type, domain): rule}):
+        yield
+
+
 def rule_for(node: onnx.NodeProto, node_name: str, opset: int) -> Rule:
     """The rule for ``node`` in a model importing its domain at ``opset``."""
+    replaced = REPLACED_RULES.value.get(_key(node.op_type, node.domain))
+    if replaced is not None:
+        return replaced
     versions = [rule for since, rule in _RULES.get(_key(node.op_type, node.domain), []) if since <= opset]
     if not versions:
         op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"

@@ -20,8 +20,13 @@ from reference.export import ExportError
 from reference.recompute import config as recompute_config
 from reference.module import compiled as compile_stage
 from reference.options import Counters, Options
+from reference.seams import Seam
 from reference.transitions import GraphState, Graphs
 
+# Fault injection (reference.seams): the transition machine a new wrapper (or a copy) starts from,
+# and whether every graph is keyed by its input sizes as if they were part of the schema.
+START_GRAPHS = Seam("the transition machine's start state", Graphs())
+SIZES_IN_EVERY_KEY = Seam("every graph keyed by input sizes", False)
 
 
 class UnsupportedHookError(RuntimeError):
@@ -84,7 +89,7 @@ class ReferenceModule(torch.nn.Module):
         recompute_config.load(options.memory_opt_config)  # a malformed entry fails here, not mid-training
         self.module = module.to(options.device)
         self._options = options
-        self._graphs = Graphs()
+        self._graphs = START_GRAPHS.value
         self._compiled: dict[bool, compile_stage.Compiled] = {}  # per mode (training: bool)
         self._counters = Counters()
         self._fallen_back = False
@@ -126,7 +131,7 @@ class ReferenceModule(torch.nn.Module):
         can't be copied, so a copy exports again on its first forward."""
         state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__
         state = dict(state)
-        state.update(_graphs=Graphs(), _compiled={}, _structure=None)
+        state.update(_graphs=START_GRAPHS.value, _compiled={}, _structure=None)
         return state
 
     def counters(self) -> Counters:
@@ -189,10 +194,10 @@ class ReferenceModule(torch.nn.Module):
             self.__dict__["_structure"] = current
             self.__dict__["_module_version"] += 1
         trainable = {key for key, p in self.module.named_parameters() if p.requires_grad}
-        memory = (self._options.memory_opt_level, self._options.memory_opt_config, self._options.mem_efficient_grad)
         built = self._compiled.get(self.training)
-        size_keyed = built is not None and built.exported.keyed_by_sizes
-        state = GraphState.of_call(self, tensors, schema, self._device(), self._module_version, memory, size_keyed)
+        size_keyed = SIZES_IN_EVERY_KEY.value or built is not None and built.exported.keyed_by_sizes
+        state = GraphState.of_call(self, tensors, schema, self._device(), self._module_version,
+                                   self._options.memory_options, size_keyed)
         transition, graphs = self._graphs.step(state, torch.is_grad_enabled())
         if transition.export:
             self._compiled[self.training] = compile_stage.export(self.module, tensors, state)

@@ -17,8 +17,11 @@ from reference.recompute.graph import ForwardFacts
 from reference.recompute.plans import COMPROMISE, RECOMPUTE, Plan, find_plans, layer_inputs
 from reference.recompute.report import MemoryReport, PlanRow
 from reference.recompute.rewrite import apply
+from reference.seams import Seam
 
 LEVELS = (0, 1, 2)
+# Fault injection (reference.seams): occurrences a plan applies fewer than its count asks for.
+APPLIED_SHORT_BY = Seam("occurrences applied fewer than asked", 0)
 
 __all__ = ["LEVELS", "MemoryReport", "PlanRow", "RecomputeConfigError", "optimize", "find_plans"]
 
@@ -52,4 +55,5 @@ def _requested(plans: list[Plan], level: int, entries) -> dict[tuple[str, int], 
 
 
 def _first(plan: Plan, count: int):
-    return list(plan.occurrences if count == -1 else plan.occurrences[:count])
+    wanted = len(plan.occurrences) if count == -1 else count
+    return list(plan.occurrences[: max(0, wanted - APPLIED_SHORT_BY.value)])

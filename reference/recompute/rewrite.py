@@ -20,6 +20,10 @@ from reference.autodiff.assemble import value_info
 from reference.autodiff.names import UniqueNames, graph_names
 from reference.recompute.graph import ForwardFacts
 from reference.recompute.plans import Occurrence
+from reference.seams import Seam
+
+# Fault injection (reference.seams): True recomputes a Dropout by running it again, a new mask.
+DROPOUT_RERUN = Seam("recomputed Dropout draws a new mask", False)
 
 
 def apply(facts: ForwardFacts, occurrences: Sequence[Occurrence]) -> GradientGraphs:
@@ -84,7 +88,7 @@ def apply(facts: ForwardFacts, occurrences: Sequence[Occurrence]) -> GradientGra
 
 
 def _clone(facts: ForwardFacts, node: onnx.NodeProto, renamed: dict[str, str], names: UniqueNames) -> list[onnx.NodeProto]:
-    if node.op_type == "Dropout" and not node.domain:
+    if node.op_type == "Dropout" and not node.domain and not DROPOUT_RERUN.value:
         return _dropout_from_mask(facts, node, [renamed.get(name, name) for name in node.input], renamed, names)
     return _clone_exactly(facts, node, renamed, names)
 

@@ -9,7 +9,7 @@ from ortcheck import cli, impls
 from ortcheck.convergence import cases, golden as goldens, workflow
 from ortcheck.convergence.curves import CaseRun, Curve
 from ortcheck.convergence.tolerance import FP32_PARITY
-from ortcheck.impls.mutants import GradientsOffByOnePermille
+from controls.gradients import GradientsOffByOnePermille
 
 CASE = "mlp"
 

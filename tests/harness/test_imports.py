@@ -1,4 +1,4 @@
-"""Every module of reference/ and ortcheck/ imports alone, each in a fresh interpreter. A module that
+"""Every module of reference/, ortcheck/ and controls/ imports alone, each in a fresh interpreter. A module that
 imports only because another happened to be imported first (an import cycle: "cannot import name ...
 from partially initialized module") fails here, named with its error. A module whose import needs an
 optional distribution this environment lacks is skipped naming the distribution, and only when the
@@ -34,7 +34,7 @@ except ModuleNotFoundError as error:
 def _modules() -> list[str]:
     """Every importable module; ``__main__`` modules are programs (importing one runs it), not modules."""
     found = []
-    for top in ("reference", "ortcheck"):
+    for top in ("reference", "ortcheck", "controls"):
         for path in sorted((REPO / top).rglob("*.py")):
             parts = path.relative_to(REPO).with_suffix("").parts
             if parts[-1] != "__main__":
@@ -64,7 +64,7 @@ def optional_distribution(missing: str) -> str | None:
 
 def test_the_modules_were_found():
     modules = _modules()
-    assert {"reference.runtime", "reference.grads", "ortcheck.impls.mutants", "ortcheck.checks.ddp"} <= set(modules)
+    assert {"reference.runtime", "reference.grads", "controls.transitions", "ortcheck.checks.ddp"} <= set(modules)
     assert "ortcheck.models.__main__" not in modules
 
 

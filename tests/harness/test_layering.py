@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-TOPS = ("ortcheck", "reference", "suites", "tests", "bench")
+TOPS = ("ortcheck", "reference", "suites", "tests", "bench", "controls")
 
 # Layers, lowest first; a module imports its own layer and those below. A package's modules share its layer.
 ORTCHECK_LAYERS = (
@@ -28,19 +28,20 @@ ORTCHECK_LAYERS = (
 # The pipeline's stages in import order: pipeline order, except that the bnb4 codec sits below
 # autodiff, whose MatMulBnb4 rule reads its code book.
 REFERENCE_LAYERS = (
-    ("reference.nested_io",), ("reference.transitions",), ("reference.export",), ("reference.bnb4",),
+    ("reference.nested_io", "reference.seams"), ("reference.transitions",), ("reference.export",), ("reference.bnb4",),
     ("reference.autodiff",), ("reference.recompute",), ("reference.runtime",), ("reference.grads",),
     ("reference.module", "reference.options"), ("reference",),
 )
 # Among the top-level folders (all above ortcheck and reference): which must not import which.
 FORBIDDEN = {
-    "ortcheck": {"suites", "tests", "bench"},
-    "reference": {"ortcheck", "suites", "tests", "bench"},   # standalone
-    "suites": {"tests", "bench", "reference"},               # reach an implementation only through the contract
+    "ortcheck": {"suites", "tests", "bench", "controls"},
+    "reference": {"ortcheck", "suites", "tests", "bench", "controls"},   # standalone
+    "suites": {"tests", "bench", "reference", "controls"},   # reach an implementation only through the contract
+    "controls": {"suites", "tests", "bench"},                # positive controls: implementations, beside the product
     "bench": {"tests", "suites"},
     "tests": {"bench"},
 }
-REFERENCE_GATE = "ortcheck.impls"  # the one ortcheck layer that may import reference/: its adapter (and mutants)
+REFERENCE_GATE = "ortcheck.impls"  # the one ortcheck layer that may import reference/: its adapter
 
 
 def _under(name: str, package: str) -> bool:
@@ -136,6 +137,7 @@ def test_the_transition_contract_shares_nothing_with_the_reference():
     ("ortcheck.checks.ddp", "ortcheck.impls"),                        # an oracle knowing the contract
     ("ortcheck.convergence.data_parallel", "ortcheck.pytest_plugin"),  # `ortcheck golden` loading the plugin
     ("bench.shrink_time", "tests.harness.mutants"),                   # bench reaching into tests/
+    ("ortcheck.impls", "controls.gradients"),                         # the product shipping a broken implementation
     ("ortcheck.strategies.nested_io", "reference.nested_io"),         # a strategy sharing the reference's walk
     ("reference.autodiff.registry", "ortcheck.checks"),               # the reference importing the harness
     ("suites.test_ddp", "reference.module"),                          # a suite going around the contract

@@ -1,4 +1,4 @@
-"""The plugin end to end, through pytester: mutants are caught, manifests are strict, bad options fail clearly."""
+"""The plugin end to end, through pytester: controls are caught, manifests are strict, bad options fail clearly."""
 import dataclasses
 import re
 import shlex
@@ -8,30 +8,25 @@ from pathlib import Path
 
 import pytest
 
+import controls
 from ortcheck import watchdog
 from ortcheck.strategies import FEATURES
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDTRIP_TESTS = len(FEATURES) + 1  # test_roundtrip per feature, and the deep-nesting one
-MUTANTS = ["ClonesTensors", "SizeSensitiveSchema", "DtypeBlindSchema", "OffByOneUlp", "GradientsOffByOnePermille",
-           "ReexportsOnNewSizes", "OneGraphSlot", "WhereGradToWrongBranch", "Segfaults", "Hangs", "HoldsTheGil", "RecomputeRedrawsDropout", "RecomputeOverClaims",
-           "RecomputeAppliesOneLess", "IgnoresNewMemoryOptions", "NumberBlindSchema", "Bnb4GradOtherCodeBook", "Bnb4WeightGetsZeroGrad",
-           "BackwardOverwritesGrads", "WritesGradsAroundAutograd"]
 
 
 @pytest.fixture
 def project(pytester):
-    """A pytester folder holding the suites, the goldens and a conftest that registers the mutants."""
+    """A pytester folder holding the suites, the goldens and a conftest that registers the controls."""
     shutil.copytree(REPO / "suites", pytester.path / "suites")
     shutil.copytree(REPO / "golden", pytester.path / "golden")
     pytester.makeconftest(textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(REPO)!r})
         from ortcheck import impls
-        from ortcheck.impls import mutants
-        for name in {MUTANTS!r}:
-            cls = getattr(mutants, name)
-            impls.register(cls.name, cls)
+        import controls
+        controls.register()
     """))
     pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
     return pytester
@@ -41,44 +36,32 @@ def run(python, project, *args):
     return python.runpytest(project, "--hypothesis-profile", "dev", *args)
 
 
-@pytest.mark.parametrize("impl_name, suite, test", [
-    ("clones_tensors", "suites/test_io_roundtrip.py", "test_roundtrip[clones_tensors-core]"),
-    ("size_sensitive", "suites/test_io_schema.py", "test_sizes_do_not_change_schema[size_sensitive-core]"),
-    ("dtype_blind", "suites/test_io_schema.py", "test_schema_sees_each_change[dtype_blind-dtype]"),
-    ("drifting", "suites/test_io_through_module.py", "test_nested_io_through_module[drifting-core]"),
-    ("grad_scaled", "suites/test_grad_parity.py", "test_outputs_loss_and_gradients_match_eager"),
-    ("grad_scaled", "suites/test_grad_parity.py", "test_bloom_lm_trains_20_steps_like_eager"),
-    ("where_wrong_branch", "suites/test_op_grads.py", "test_op_outputs_and_input_gradients_match_eager[where_wrong_branch-where-float32-regular]"),
-    ("recompute_redraws_dropout", "suites/test_recompute.py", "test_bloom_with_dropout_trains_bitwise_like_level_0[recompute_redraws_dropout-1]"),
-    ("recompute_redraws_dropout", "suites/test_recompute.py", "test_recompute_with_dropout_changes_no_number[recompute_redraws_dropout-1]"),
-    ("recompute_over_claims", "suites/test_recompute.py", "test_kept_bytes_drop_by_the_claimed_saving[recompute_over_claims-1]"),
-    ("recompute_applies_one_less", "suites/test_recompute.py", "test_applied_plans_are_what_was_asked[recompute_applies_one_less-0]"),
-    ("recompute_applies_one_less", "suites/test_recompute.py", "test_applied_plans_are_what_was_asked[recompute_applies_one_less-1]"),
-    ("ignores_new_memory_options", "suites/test_transitions.py", "test_transitions[ignores_new_memory_options-recompute]"),
-    ("number_blind_schema", "suites/test_transitions.py", "test_transitions[number_blind_schema-number_values]"),
-    ("bnb4_grad_other_code_book", "suites/test_bnb4.py", "test_4bit_stacks_match_eager"),
-    ("bnb4_grad_other_code_book", "suites/test_bnb4.py", "test_qlora_models_match_eager"),
-    ("bnb4_weight_gets_zero_grad", "suites/test_bnb4.py",
-     "test_adamw_trains_like_eager_and_leaves_4bit_weights_bit_identical"),
-    ("backward_overwrites_grads", "suites/test_grad_delivery.py", "test_micro_batches_accumulate_to_eagers_sum[default-backward_overwrites_grads]"),
-    ("writes_grads_around_autograd", "suites/test_ddp.py",
-     "test_ddp_trains_like_single_process_eager[default-writes_grads_around_autograd-gloo-all-used-sync]"),
-])
-def test_each_mutant_is_caught_by_its_property(python, project, impl_name, suite, test):
-    result = run(python, project, f"{suite}::{test}", "--impl", impl_name)
+@pytest.mark.parametrize("control, test", controls.catches(), ids=[f"{c}-{t}" for c, t in controls.catches()])
+def test_each_control_is_caught_by_the_tests_it_declares(python, project, control, test):
+    result = run(python, project, test, "--impl", control, *controls.get(control).run_with)
     result.assert_outcomes(failed=1)
 
 
-def test_a_wrong_where_rule_only_the_op_suite_sees(python, project):
-    """Layer stacks use Where only as masked_fill (its Y branch): they pass; the op suite's where fails."""
-    stacks = run(python, project, "suites/test_grad_parity.py::test_outputs_loss_and_gradients_match_eager",
-                 "suites/test_op_grads.py::test_op_outputs_and_input_gradients_match_eager[where_wrong_branch-masked_fill-float32-regular]",
-                 "--impl", "where_wrong_branch")
-    stacks.assert_outcomes(passed=2)
+@pytest.mark.parametrize("control", [name for name, cls in controls.CONTROLS.items() if cls.missed_by])
+def test_each_control_passes_the_tests_it_declares_it_leaves_alone(python, project, control):
+    """Where a property is specific (a wrong Where rule: layer stacks use Where only as masked_fill,
+    its Y branch), the control passes the tests that do not look at its defect."""
+    missed_by = controls.get(control).missed_by
+    result = run(python, project, *missed_by, "--impl", control, *controls.get(control).run_with)
+    result.assert_outcomes(passed=len(missed_by))
+
+
+def test_every_control_declares_what_catches_it_and_is_named_after_its_class():
+    assert len(controls.CONTROLS) >= 20
+    assert not [name for name, cls in controls.CONTROLS.items() if not cls.caught_by]
+    assert not [name for name, cls in controls.CONTROLS.items() if name != controls.name_of(cls)]
+    assert controls.name_of(controls.get("bnb4_grad_other_code_book")) == "bnb4_grad_other_code_book"
+    with pytest.raises(ValueError, match="unknown control 'nonesuch'; valid: backward_overwrites_grads, "):
+        controls.get("nonesuch")
 
 
 def test_a_transition_failure_shrinks_to_a_replayable_script(python, project):
-    """Over-exporting mutant: outputs stay right, the counter check fails, the shrunk sequence prints as code."""
+    """Over-exporting control: outputs stay right, the counter check fails, the shrunk sequence prints as code."""
     result = run(python, project, "suites/test_transitions.py::test_transitions[reexports_on_new_sizes-sizes]",
                  "--impl", "reexports_on_new_sizes")
     result.assert_outcomes(failed=1)
@@ -116,25 +99,25 @@ def test_a_wrong_prediction_fails_the_counter_check():
         scenario.apply(Forward(rank=3))
 
 
-def test_eager_passes_in_a_project_that_registers_the_mutants(python, project):
-    """The mutants' registration leaves the real implementations alone. (Every suite against eager
+def test_eager_passes_in_a_project_that_registers_the_controls(python, project):
+    """The controls' registration leaves the real implementations alone. (Every suite against eager
     is the test command's own job: running them all again here took 4 of its 15 minutes.)"""
     result = run(python, project, "suites/test_io_roundtrip.py", "suites/test_io_schema.py", "--impl", "eager")
     assert result.ret == 0
     assert result.parseoutcomes()["passed"] >= 5
 
 
-def _manifest(project, impl_class, body):
-    path = project.path / f"{impl_class}.toml"
+def _manifest(project, control, body):
+    path = project.path / f"{control}.toml"
     path.write_text(textwrap.dedent(body))
     project.makeconftest(project.path.joinpath("conftest.py").read_text() + textwrap.dedent(f"""
         from pathlib import Path
-        mutants.{impl_class}.manifest_path = lambda self: Path({str(path)!r})
+        controls.get({control!r}).manifest_path = lambda self: Path({str(path)!r})
     """))
 
 
 def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(python, project):
-    _manifest(project, "ClonesTensors", """
+    _manifest(project, "clones_tensors", """
         [[finding]]
         test = "suites/test_io_roundtrip.py::test_roundtrip*"
         reason = "unflatten returns copies"
@@ -160,7 +143,7 @@ def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(p
     ('{ device = ["cuda"] }', "cuda", {"xfailed": ROUNDTRIP_TESTS}, ["*unflatten returns copies (where: device cuda)*"]),
 ])
 def test_a_conditional_finding_holds_only_where_its_condition_does(python, project, when, device, outcomes, summary):
-    _manifest(project, "ClonesTensors", f"""
+    _manifest(project, "clones_tensors", f"""
         [[finding]]
         test = "suites/test_io_roundtrip.py::test_roundtrip*"
         when = {when}
@@ -181,7 +164,7 @@ def test_a_conditional_finding_holds_only_where_its_condition_does(python, proje
 ])
 def test_an_expected_failure_counts_only_for_its_recorded_reason(python, project, tmp_path, pattern, outcomes):
     """A test failing otherwise than its entry recorded is a FAIL in pytest's summary and the report."""
-    _manifest(project, "ClonesTensors", f"""
+    _manifest(project, "clones_tensors", f"""
         [[finding]]
         test = "suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]"
         reason = "unflatten returns copies"
@@ -195,11 +178,11 @@ def test_an_expected_failure_counts_only_for_its_recorded_reason(python, project
     result.assert_outcomes(**outcomes)
     if "failed" in outcomes:
         result.stdout.fnmatch_lines(["*failed, but not as recorded: AssertionError: *",
-                                     "*recorded (*ClonesTensors.toml: finding #1): raises *", "FAILED *test_roundtrip*"])
+                                     "*recorded (*clones_tensors.toml: finding #1): raises *", "FAILED *test_roundtrip*"])
 
 
 def test_a_wrong_reason_failure_reads_as_such_in_the_report(python, project, tmp_path):
-    _manifest(project, "ClonesTensors", """
+    _manifest(project, "clones_tensors", """
         [[finding]]
         test = "suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]"
         reason = "unflatten returns copies"
@@ -223,7 +206,7 @@ def test_a_wrong_reason_failure_reads_as_such_in_the_report(python, project, tmp
 
 
 def test_unexpected_pass_of_a_manifest_entry_fails_the_run(python, project):
-    _manifest(project, "ClonesTensors", """
+    _manifest(project, "clones_tensors", """
         [[finding]]
         test = "suites/test_io_schema.py::test_sizes_do_not_change_schema[[]clones_tensors-core]"
         reason = "claimed, but not true"
@@ -236,7 +219,7 @@ def test_unexpected_pass_of_a_manifest_entry_fails_the_run(python, project):
 
 
 def test_malformed_manifest_is_a_clear_error(python, project):
-    _manifest(project, "ClonesTensors", """
+    _manifest(project, "clones_tensors", """
         [[finding]]
         test = "suites/*"
         reason = "no reproduction given"
@@ -254,7 +237,7 @@ def test_unknown_impl_lists_the_valid_ones(python, project):
 
 def test_required_impl_that_is_unavailable_is_an_error_not_a_skip(python, project):
     project.makeconftest(project.path.joinpath("conftest.py").read_text() + textwrap.dedent("""
-        class Missing(mutants.ClonesTensors):
+        class Missing(controls.get("clones_tensors")):
             name = "missing"
             def unavailable_reason(self):
                 return "not installed here"
@@ -305,7 +288,7 @@ def test_a_crash_and_a_hang_each_fail_one_property_and_the_run_goes_on(python, p
 
 
 def test_a_crash_the_manifest_expects_is_an_expected_failure(python, project):
-    _manifest(project, "Segfaults", """
+    _manifest(project, "segfaults", """
         [[finding]]
         test = "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct[[]segfaults]"
         reason = "dies in wrap"

@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 from hypothesis.internal.reflection import function_digest
 
 from ortcheck import timebound, watchdog
-from ortcheck.impls.mutants import hold_the_gil
+from controls.crashes import hold_the_gil
 
 
 def _longest_pause_of_a_python_thread_during(call) -> float:
@@ -38,7 +38,7 @@ WATCHED = """
     import sys, time
     from pathlib import Path
     from ortcheck import watchdog
-    from ortcheck.impls.mutants import hold_the_gil
+    from controls.crashes import hold_the_gil
 
     dog = watchdog.Watchdog(Path(sys.argv[1]), announce=False)
     dog.start("t.py::test_in_time", 1.0, "pytest 't.py::test_in_time'")

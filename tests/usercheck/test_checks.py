@@ -2,7 +2,9 @@
 positive control its property is about makes it fail (so a pass means something)."""
 import pytest
 
-from ortcheck.impls import mutants
+from controls.gradients import GradientsOffByOnePermille
+from controls.transitions import OneGraphSlot, ReexportsOnNewSizes
+from ortcheck.impls.eager import EagerImpl
 from ortcheck.usercheck import check_model
 from ortcheck.usercheck.checks import CHECKS
 from ortcheck.usercheck.result import FAIL, NA, PASS
@@ -30,20 +32,20 @@ def test_a_check_that_does_not_apply_says_why():
     assert outcome.status == NA and "eager has no memory optimizer" in outcome.detail
 
 
-@pytest.mark.parametrize("mutant, failing", [
-    (mutants.GradientsOffByOnePermille, {"gradients", "new batch size", "train/eval", "training steps"}),
-    (mutants.ReexportsOnNewSizes, {"new batch size"}),
-    (mutants.OneGraphSlot, {"train/eval"}),
+@pytest.mark.parametrize("control, failing", [
+    (GradientsOffByOnePermille, {"gradients", "new batch size", "train/eval", "training steps"}),
+    (ReexportsOnNewSizes, {"new batch size"}),
+    (OneGraphSlot, {"train/eval"}),
 ])
-def test_each_check_catches_its_positive_control(mutant, failing):
-    result = _check(mutant(), ("gradients", "new batch size", "train/eval", "training steps"))
+def test_each_check_catches_its_positive_control(control, failing):
+    result = _check(control(), ("gradients", "new batch size", "train/eval", "training steps"))
     assert {o.check for o in result.outcomes if o.status == FAIL} == failing, result.format()
     assert not result.ok
 
 
 def test_state_dict_round_trip_compares_after_a_step():
-    """grad_scaled moves the parameters off eager's in the step before the state_dict is taken."""
-    result = _check(mutants.GradientsOffByOnePermille(), ("state_dict round trip",))
+    """gradients_off_by_one_permille moves the parameters off eager's in the step before the state_dict is taken."""
+    result = _check(GradientsOffByOnePermille(), ("state_dict round trip",))
     assert result.outcomes[0].status == FAIL and "load_state_dict" in result.outcomes[0].detail
 
 
@@ -52,11 +54,11 @@ def test_assert_trains_like_eager_from_the_package_root():
 
     assert ortcheck.assert_trains_like_eager(targets.mlp, targets.mlp_batch, impl="eager", steps=1).ok
     with pytest.raises(AssertionError, match="FAIL  gradients"):
-        ortcheck.assert_trains_like_eager(targets.mlp, targets.mlp_batch, impl=mutants.GradientsOffByOnePermille(),
+        ortcheck.assert_trains_like_eager(targets.mlp, targets.mlp_batch, impl=GradientsOffByOnePermille(),
                                           checks=("gradients",), localize_failures=False)
 
 
-class _CrashesOnNewSizes(mutants.EagerImpl):
+class _CrashesOnNewSizes(EagerImpl):
     name = "crashes_on_new_sizes"
 
     def wrap(self, module, options=None):

@@ -6,8 +6,9 @@ import sys
 
 import pytest
 
+from controls.gradient_rules import (SigmoidGradFromInput, SoftmaxGradWithoutSum, TanhGradWithoutSquare,
+                                     WhereGradToWrongBranch)
 from ortcheck import cli
-from ortcheck.impls import mutants
 from ortcheck.models import hf
 from ortcheck.usercheck import check_model, zoo
 from tests.usercheck import targets
@@ -15,17 +16,17 @@ from tests.usercheck import targets
 needs_transformers = pytest.mark.skipif(hf.unavailable_reason() is not None, reason=str(hf.unavailable_reason()))
 
 
-@pytest.mark.parametrize("mutant, architecture, op, function, module", [
-    pytest.param(mutants.SoftmaxGradWithoutSum, "gpt2", "Softmax", "softmax", "transformer.h.0.attn",
+@pytest.mark.parametrize("control, architecture, op, function, module", [
+    pytest.param(SoftmaxGradWithoutSum, "gpt2", "Softmax", "softmax", "transformer.h.0.attn",
                  marks=needs_transformers),
-    pytest.param(mutants.TanhGradWithoutSquare, "gpt2", "Tanh", "tanh", "transformer.h.0.mlp.act",
+    pytest.param(TanhGradWithoutSquare, "gpt2", "Tanh", "tanh", "transformer.h.0.mlp.act",
                  marks=needs_transformers),
-    pytest.param(mutants.SigmoidGradFromInput, "llama", "Sigmoid", "silu", "model.layers.0.mlp.act_fn",
+    pytest.param(SigmoidGradFromInput, "llama", "Sigmoid", "silu", "model.layers.0.mlp.act_fn",
                  marks=needs_transformers),
 ])
-def test_a_broken_op_is_named_with_its_module_on_a_zoo_model(mutant, architecture, op, function, module):
+def test_a_broken_op_is_named_with_its_module_on_a_zoo_model(control, architecture, op, function, module):
     result = check_model(getattr(zoo, architecture), getattr(zoo, f"{architecture}_batch"), zoo.loss,
-                         impl=mutant(), checks=("gradients",))
+                         impl=control(), checks=("gradients",))
     located = result.localization
     assert located is not None and located.module == module, result.format()
     assert located.op is not None and op in located.op.onnx_ops and located.op.function.endswith(function), result.format()
@@ -33,7 +34,7 @@ def test_a_broken_op_is_named_with_its_module_on_a_zoo_model(mutant, architectur
 
 
 def test_where_with_both_branches_training_is_localized():
-    result = check_model(targets.gated, targets.batch, impl=mutants.WhereGradToWrongBranch(), checks=("gradients",))
+    result = check_model(targets.gated, targets.batch, impl=WhereGradToWrongBranch(), checks=("gradients",))
     located = result.localization
     assert located.module == "gate" and located.op.onnx_ops[-1] == "Where", result.format()
     assert ("inner", "pass") in located.tree and ("gate.left", "pass") in located.tree
@@ -44,7 +45,7 @@ def test_a_correct_pipeline_is_not_localized():
 
 
 def test_the_cli_writes_a_reproduction_that_reproduces(tmp_path, capsys):
-    impl = "ortcheck.impls.mutants:WhereGradToWrongBranch"
+    impl = "controls.gradient_rules:WhereGradToWrongBranch"
     code = cli.main(["check", "tests.usercheck.targets:gated", "--impl", impl, "--steps", "1",
                      "--report-dir", str(tmp_path)])
     out = capsys.readouterr().out
