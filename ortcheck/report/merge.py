@@ -4,8 +4,10 @@ Each input is a report folder ``ortcheck run`` wrote (``summary.json`` with its 
 shards of one run (``--shard K/N``), the two environments, several machines. The merged matrix
 has a column per implementation and says which environment and machine each column came from.
 Refused, naming the inputs: a folder without a summary, the same shard twice or a shard missing,
-and two runs giving the same test item different outcomes (a verdict that depends on where it
-ran is a finding to record with a machine condition, not something to merge silently).
+and two runs on the same machine giving a test item different outcomes (a flaky verdict). Runs on
+different machines may disagree: the cell shows the worse outcome, and ``findings_by_machine``
+(summary.md: "Findings by machine") names, per finding, the machines where it held and what the
+others said: how a user with a fleet sees a finding that is machine-specific.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import shutil
 from pathlib import Path
 
 
-from ortcheck.report.collector import Outcome
+from ortcheck.report.collector import SEVERITY, Outcome
 from ortcheck.report.matrix import ConformanceMatrix
 from ortcheck.report.summary import matrix_of, write_summary
 
@@ -64,27 +66,43 @@ def load(folders: list[Path]) -> list[tuple[Path, dict]]:
 
 def merge(loaded: list[tuple[Path, dict]]) -> dict:
     _check_shards(loaded)
-    seen: dict[tuple[str, str], tuple[Path, Outcome]] = {}
+    seen: dict[tuple[str, str], dict[str, tuple[Path, Outcome]]] = {}  # (property, impl) -> machine -> outcome
     columns: dict[str, set[str]] = {}  # implementation -> where its outcomes ran
     for folder, summary in loaded:
         environment = summary["environment"]
+        where = environment.get("machine", "an unnamed machine")
         for raw in summary["outcomes"]:
             outcome = _on_device(Outcome(**raw), environment.get("device", "cpu"))
             columns.setdefault(outcome.impl, set()).add(_origin(folder, environment))
-            key = (outcome.property, outcome.impl)
-            if key in seen and seen[key][1].status != outcome.status:
-                other, earlier = seen[key]
+            runs = seen.setdefault((outcome.property, outcome.impl), {})
+            if where in runs and runs[where][1].status != outcome.status:
+                other, earlier = runs[where]
                 raise MergeError(f"{outcome.property} ({outcome.impl}) is {earlier.status} in {other} but "
-                                 f"{outcome.status} in {folder}")
-            seen.setdefault(key, (folder, outcome))
-    outcomes = [outcome for _, outcome in seen.values()]
+                                 f"{outcome.status} in {folder}, on the same machine ({where}): a flaky verdict")
+            runs.setdefault(where, (folder, outcome))
+    # machines disagreeing is what a fleet is for: the cell shows the worst, the findings table says where
+    outcomes = [min((o for _, o in runs.values()), key=lambda o: SEVERITY.index(o.status)) for runs in seen.values()]
     matrix = ConformanceMatrix.from_outcomes_by_family(outcomes)
     return {"environment": {"merged_from": [str(folder) for folder, _ in loaded]},
             "columns": {impl: sorted(origins) for impl, origins in sorted(columns.items())},
             "conformance": matrix.to_json(),
             "outcomes": [dataclasses.asdict(o) for o in sorted(outcomes, key=lambda o: (o.property, o.impl))],
+            "findings_by_machine": findings_by_machine(seen),
             "convergence": [entry for _, s in loaded for entry in s.get("convergence", [])],
             "memory_plans": [entry for _, s in loaded for entry in s.get("memory_plans", [])]}
+
+
+def findings_by_machine(seen: dict[tuple[str, str], dict[str, tuple[Path, Outcome]]]) -> list[dict]:
+    """Per test an implementation's manifest expects to fail on some machine: the machines where the
+    finding held (an expected failure) and what the others said (``fail`` where a strict one passed)."""
+    table = []
+    for (prop, impl), runs in sorted(seen.items()):
+        statuses = {where: outcome.status for where, (_, outcome) in sorted(runs.items())}
+        if "expected-fail" in statuses.values():
+            table.append({"property": prop, "impl": impl,
+                          "held_on": [where for where, status in statuses.items() if status == "expected-fail"],
+                          "not_on": {where: status for where, status in statuses.items() if status != "expected-fail"}})
+    return table
 
 
 def _on_device(outcome: Outcome, device: str) -> Outcome:

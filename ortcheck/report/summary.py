@@ -36,6 +36,7 @@ def markdown(folder: Path, summary: dict, title: str) -> str:
                 if o.status in ("fail", "error")]
     lines += ["## Failures", ""] + ([f"- **{o.impl}** `{o.property}`: {o.detail}" for o in failures] or ["none"])
     lines += ["", "## Conformance", "", matrix.to_markdown(grouped=True), ""]
+    lines += _by_machine(summary.get("findings_by_machine"))
     lines += _convergence(folder, summary.get("convergence", [])) + _memory(summary.get("memory_plans", []))
     return "\n".join(lines)
 
@@ -70,3 +71,18 @@ def _memory(memory_plans: list[dict]) -> list[str]:
     for entry in sorted(memory_plans, key=lambda e: e["test"]):
         lines += [f"`{entry['test'].split('::')[-1]}`", "", entry["table"], ""]
     return lines
+
+
+def _by_machine(table: list[dict] | None) -> list[str]:
+    """Merged reports: the findings that held on some machines only, then how many held everywhere."""
+    if not table:
+        return []
+    specific = [row for row in table if row["not_on"]]
+    lines = ["## Findings by machine", "", f"{len(table) - len(specific)} finding(s) held on every machine; "
+             f"{len(specific)} on some only.", ""]
+    if specific:
+        lines += ["| implementation | test | held on | not on |", "|---|---|---|---|"]
+        lines += [f"| {row['impl']} | `{row['property']}` | {'; '.join(row['held_on'])} | "
+                  + "; ".join(f"{where} ({status})" for where, status in row["not_on"].items()) + " |"
+                  for row in specific]
+    return lines + [""]

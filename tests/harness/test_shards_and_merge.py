@@ -68,7 +68,8 @@ def test_two_environments_merge_into_one_matrix_naming_where_each_column_ran(tmp
 
 
 @pytest.mark.parametrize("case, message", [
-    ("disagree", "suites/test_a.py::test_x \\(eager\\) is pass in .*one but fail in .*two"),
+    ("disagree", "suites/test_a.py::test_x \\(eager\\) is pass in .*one but fail in .*two, on the same machine "
+                 "\\(CPU A\\): a flaky verdict"),
     ("twice", "shard 1/2 twice: .*one and .*two"),
     ("missing", "shard\\(s\\) 2/3, 3/3 of the eager run on torch 2.13.0 missing"),
     ("other_selection", "shard\\(s\\) 2/2 of the eager run on torch 2.13.0 missing"),
@@ -78,7 +79,7 @@ def test_inconsistent_inputs_are_refused_naming_them(tmp_path, case, message):
     item = "suites/test_a.py::test_x"
     if case == "disagree":
         inputs = [_summary(tmp_path / "one", [(item, "eager", "pass")]),
-                  _summary(tmp_path / "two", [(item, "eager", "fail")], machine="CPU B")]
+                  _summary(tmp_path / "two", [(item, "eager", "fail")])]
     elif case == "twice":
         inputs = [_summary(tmp_path / "one", [(item, "eager", "pass")], shard="1/2"),
                   _summary(tmp_path / "two", [(item, "eager", "pass")], shard="1/2")]
@@ -116,3 +117,22 @@ def test_a_gpu_run_gets_columns_of_its_own(tmp_path):
     merged = merge.merge(merge.load([cpu, gpu]))
     assert merged["conformance"]["impls"] == ["reference", "reference@cuda"]
     assert merged["columns"]["reference@cuda"] == ["torch 2.13.0 on GPU box"]
+
+
+def test_a_fleet_sees_on_which_machines_each_finding_held(tmp_path):
+    """Issue 31: a finding strict on machine A that passes on B (a strict XPASS: fail) is machine-specific;
+    the merge keeps both verdicts, shows the worse in the matrix and names the machines."""
+    specific, everywhere = "suites/test_a.py::test_x", "suites/test_a.py::test_y"
+    amd = _summary(tmp_path / "amd", [(specific, "reference", "expected-fail"), (everywhere, "reference", "expected-fail")],
+                   machine="AMD EPYC (avx512f)")
+    intel = _summary(tmp_path / "intel", [(specific, "reference", "fail"), (everywhere, "reference", "expected-fail")],
+                     machine="Intel Xeon (amx)")
+    assert cli.main(["report", "merge", str(amd), str(intel), "--out", str(tmp_path / "out")]) == 1  # a fail
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["findings_by_machine"] == [
+        {"property": specific, "impl": "reference", "held_on": ["AMD EPYC (avx512f)"], "not_on": {"Intel Xeon (amx)": "fail"}},
+        {"property": everywhere, "impl": "reference", "held_on": ["AMD EPYC (avx512f)", "Intel Xeon (amx)"], "not_on": {}}]
+    assert {o["property"]: o["status"] for o in summary["outcomes"]} == {specific: "fail", everywhere: "expected-fail"}
+    text = (tmp_path / "out" / "summary.md").read_text()
+    assert "1 finding(s) held on every machine; 1 on some only." in text
+    assert "| reference | `suites/test_a.py::test_x` | AMD EPYC (avx512f) | Intel Xeon (amx) (fail) |" in text
