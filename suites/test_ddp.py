@@ -19,12 +19,11 @@ import torch
 
 from ortcheck.checks import assert_matches_oracle, input_runs, module_runs
 from ortcheck.checks.ddp import DdpRun, launched, train_ddp, world_size
-from ortcheck.delivery_modes import options_in_both_delivery_modes  # noqa: F401 (options, per mode)
 from ortcheck.impls import RANK_PRELOAD, Capability
 from ortcheck.models.small import mlp_with_unused
 from ortcheck.pytest_plugin import not_applicable
 
-pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+pytestmark = [pytest.mark.requires(Capability.GRAD_PARITY), pytest.mark.both_delivery_modes]
 
 WORLD_SIZE = world_size(default=2)  # under torchrun, the launch's
 TIMEOUT_S = 180.0
