@@ -5,8 +5,8 @@ training on the whole batches. ``wrap`` is any picklable callable (the suite pas
 implementation's bound ``wrap`` with its options): the checks know no implementation.
 
 Ranks we start ourselves fork from a server process that has imported torch, onnxruntime and the
-pipelines once (``forkserver`` with ``PRELOADED`` and what the caller names: the checks know no
-implementation, ``ortcheck.impls.RANK_PRELOAD`` does), not from the test process (a clean start, as with
+pipelines once (``forkserver`` with ``PRELOADED`` and the caller's ``preload``, which names the
+pipelines: ``ortcheck.impls.RANK_PRELOAD``), not from the test process (a clean start, as with
 ``spawn``) and without each rank importing them again (about 4 s of CPU per rank under ``spawn``).
 
 Every rank is time-bounded: a rank that hangs (a collective nobody joins) or dies fails the call
