@@ -1,7 +1,8 @@
 """How long a failing transition sequence takes to shrink to its minimal reproduction.
 
-Runs the transition suite's state machine (drawn sequences only, no canonical examples) against
-positive controls from controls/transitions.py, under random seeds, and prints
+Runs the transition property's state machine (``ortcheck.stateful.sequences``, the suite's own;
+drawn sequences only) against positive controls from controls/transitions.py, under random seeds,
+and prints
 per run (each with a fresh random seed) the seconds until hypothesis reported the shrunk sequence
 and that sequence's length.
 Target (docs/architecture.md, "Determinism"): under 60 s on 2 cores.
@@ -11,29 +12,22 @@ Target (docs/architecture.md, "Determinism"): under 60 s on 2 cores.
 from __future__ import annotations
 
 import argparse
-import importlib.util
+from pathlib import Path
 import sys
 import time
-from pathlib import Path
 
 import torch
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from ortcheck.impls import Options
+from ortcheck.stateful.sequences import sequence_settings, state_machine
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # controls/ is not installed: it lives in the checkout only
 from controls.transitions import OneGraphSlot, ReexportsOnNewSizes  # noqa: E402
 
 CONTROLS = {cls.name: cls for cls in (ReexportsOnNewSizes, OneGraphSlot)}
-
-
-def _suite():
-    spec = importlib.util.spec_from_file_location("transition_suite", REPO / "suites" / "test_transitions.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main() -> int:
@@ -43,14 +37,13 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--show", action="store_true", help="print each shrunk reproduction")
     args = parser.parse_args()
-    suite = _suite()
     print(f"cpu capability {torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} torch threads")
     worst = 0.0
     for run in range(1, args.seeds + 1):
-        machine = suite.machine(CONTROLS[args.control](), Options(), args.family)
+        machine = state_machine(CONTROLS[args.control](), Options(), args.family)
         started = time.perf_counter()
         try:
-            run_state_machine_as_test(machine, settings=settings(suite.sequences(args.family), max_examples=100,
+            run_state_machine_as_test(machine, settings=settings(sequence_settings(args.family), max_examples=100,
                                                                  deadline=None, database=None, derandomize=False))
             print(f"run {run}: no failure found")
             continue

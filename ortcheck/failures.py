@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+FAILURE_PROPERTY = "ortcheck_failure"  # a failed test's (exception type, first line) among its report's user properties
 CRASH = "crash"  # the pseudo-type of a process that died (xdist reports the crashed worker's test)
 _FLOAT = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?|-?\d+e[-+]?\d+")  # numbers that vary with seeds and CPUs
 

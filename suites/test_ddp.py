@@ -19,12 +19,11 @@ import torch
 
 from ortcheck.checks import assert_matches_oracle, input_runs, module_runs
 from ortcheck.checks.ddp import DdpRun, launched, train_ddp, world_size
-from ortcheck.delivery_modes import options_in_both_delivery_modes  # noqa: F401 (options, per mode)
-from ortcheck.impls import Capability
+from ortcheck.impls import RANK_PRELOAD, Capability
 from ortcheck.models.small import mlp_with_unused
 from ortcheck.pytest_plugin import not_applicable
 
-pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+pytestmark = [pytest.mark.requires(Capability.GRAD_PARITY), pytest.mark.both_delivery_modes]
 
 WORLD_SIZE = world_size(default=2)  # under torchrun, the launch's
 TIMEOUT_S = 180.0
@@ -49,7 +48,7 @@ def test_ddp_trains_like_single_process_eager(impl, options, backend, find_unuse
     run = DdpRun(functools.partial(mlp_with_unused, 4, 8, 3, unused=find_unused), width=4, outputs=3,
                  micro_batches=micro_batches, find_unused_parameters=find_unused)
     actual = train_ddp(functools.partial(impl.wrap, options=options), run, options.device, WORLD_SIZE, TIMEOUT_S,
-                       f"DDP ranks of {impl.name}")
+                       f"DDP ranks of {impl.name}", preload=RANK_PRELOAD)
     eager = run.build()
     modules = module_runs(eager, copy.deepcopy(eager))
     params = {name: single_process(run, module, name) for name, module in modules.items() if name != "actual"}

@@ -31,11 +31,10 @@ from torch import nn
 
 from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
 from ortcheck.impls import Capability
-from ortcheck.delivery_modes import options_in_both_delivery_modes  # noqa: F401 (options, per mode)
 from ortcheck.profiles import costly
 from ortcheck.strategies.layer_stacks import BLOCK_KINDS, LayerStack, layer_stacks, stack_example
 
-pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+pytestmark = [pytest.mark.requires(Capability.GRAD_PARITY), pytest.mark.both_delivery_modes]
 
 SEEDS = st.integers(0, 2**16)
 # float features in, so inputs have gradients; no dropout blocks: values must be deterministic

@@ -18,74 +18,21 @@ inputs/parameters needing grad change (not under no_grad), one graph cached per 
 import dataclasses
 
 import pytest
-from hypothesis import note, settings
-from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
 from ortcheck.impls import Capability
-from ortcheck.profiles import costly
 from ortcheck.pytest_plugin import not_applicable
-from ortcheck.stateful import Forward, Scenario, Step, replay
-from ortcheck.strategies.transitions import FAMILIES, GPU_FAMILIES, family_actions, family_examples
+from ortcheck.stateful import Forward, Step, replay
+from ortcheck.stateful.sequences import check_family
+from ortcheck.strategies.transitions import FAMILIES, GPU_FAMILIES
 
 pytestmark = pytest.mark.requires(Capability.TRANSITIONS)
 
-STEPS = 20
 FAMILY_PARAMS = [pytest.param(f, marks=pytest.mark.gpu) if f in GPU_FAMILIES else f for f in FAMILIES]
-# Share of the profile's examples (ci: 100): mixed runs 50 sequences, each single family 20.
-SHARE = {"mixed": 0.5}
-DEFAULT_SHARE = 0.2
-
-
-def sequences(family: str) -> settings:
-    """The family's share of examples. A failure shrinks to one reproduction and stops there: no
-    hunt for further distinct bugs, no explain phase (each replays costly exports), so shrinking
-    ends within a minute on 2 cores (bench/shrink_time.py)."""
-    return settings(costly(SHARE.get(family, DEFAULT_SHARE)), stateful_step_count=STEPS)
-
-
-def machine(impl, options, family):
-    """A state machine class over ``family``'s actions for one implementation and options."""
-
-    class TransitionMachine(RuleBasedStateMachine):
-        def __init__(self):
-            super().__init__()
-            self.scenario = Scenario(impl, options)
-
-        @rule(action=family_actions(family, options.device))
-        def act(self, action):
-            self._apply(action)
-
-        @precondition(lambda self: self.scenario.can_step)
-        @rule()
-        def backward_and_step(self):
-            self._apply(Step())
-
-        def _apply(self, action):
-            try:
-                self.scenario.apply(action)
-            except BaseException:
-                note("Reproduction:\n" + self.scenario.reproduction())
-                raise
-
-    return TransitionMachine
-
-
-def run_examples(impl, options, family):
-    """The family's canonical sequences, each from a fresh module (as hypothesis runs ``@example`` s)."""
-    for actions in family_examples(family, options.device):
-        scenario = Scenario(impl, options)
-        try:
-            for action in actions:
-                scenario.apply(action)
-        except BaseException as error:
-            error.add_note("Reproduction (a canonical sequence of the family):\n" + scenario.reproduction())
-            raise
 
 
 @pytest.mark.parametrize("family", FAMILY_PARAMS)
 def test_transitions(impl, options, family):
-    run_examples(impl, options, family)
-    run_state_machine_as_test(machine(impl, options, family), settings=sequences(family))
+    check_family(impl, options, family)
 
 
 @pytest.mark.requires(Capability.SKIP_CHECKS)
@@ -93,8 +40,7 @@ def test_transitions(impl, options, family):
 def test_transitions_with_default_skip_checks(impl, options, family):
     """The same property under the implementation's skip-check fast path (ORTModule's default policy)."""
     fast_path = dataclasses.replace(options, skip_checks=True)
-    run_examples(impl, fast_path, family)
-    run_state_machine_as_test(machine(impl, fast_path, family), settings=sequences(family))
+    check_family(impl, fast_path, family)
 
 
 def test_counters_are_observable(impl, options):

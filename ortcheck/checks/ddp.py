@@ -5,7 +5,8 @@ training on the whole batches. ``wrap`` is any picklable callable (the suite pas
 implementation's bound ``wrap`` with its options): the checks know no implementation.
 
 Ranks we start ourselves fork from a server process that has imported torch, onnxruntime and the
-pipelines once (``forkserver`` with ``PRELOADED``), not from the test process (a clean start, as with
+pipelines once (``forkserver`` with ``PRELOADED`` and the caller's ``preload``, which names the
+pipelines: ``ortcheck.impls.RANK_PRELOAD``), not from the test process (a clean start, as with
 ``spawn``) and without each rank importing them again (about 4 s of CPU per rank under ``spawn``).
 
 Every rank is time-bounded: a rank that hangs (a collective nobody joins) or dies fails the call
@@ -25,17 +26,16 @@ import datetime
 import os
 import tempfile
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-# What the rank server imports before forking ranks (missing optional ones are skipped by it).
-PRELOADED = ["torch", "torch.distributed", "torch.nn.parallel", "onnx", "onnxruntime", "hypothesis",
-             "onnxruntime.training.ortmodule", "bitsandbytes", "reference.module.wrapper", "ortcheck.impls",
-             __name__]
+# What the rank server imports before forking ranks, besides the caller's ``preload`` (missing
+# optional ones are skipped by it). The server starts once per process: the first call's list holds.
+PRELOADED = ("torch", "torch.distributed", "torch.nn.parallel", "onnx", "onnxruntime", "hypothesis", __name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,11 +74,12 @@ class DdpRun:
 
 
 def train_ddp(wrap: Callable[[torch.nn.Module], torch.nn.Module], run: DdpRun, device: str = "cpu",
-              world_size: int = 2, timeout: float = 180.0, label: str = "DDP ranks") -> dict[str, torch.Tensor]:
+              world_size: int = 2, timeout: float = 180.0, label: str = "DDP ranks",
+              preload: Sequence[str] = ()) -> dict[str, torch.Tensor]:
     """Rank 0's parameters after ``run`` trained under DDP over ``wrap(model)`` on ``world_size``
     ranks (``wrap`` is pickled to each rank: what it refers to must be importable there)."""
     backend = "nccl" if device == "cuda" else "gloo"
-    return run_ranks(_train_rank, (wrap, device, run), world_size, timeout, label, backend)
+    return run_ranks(_train_rank, (wrap, device, run), world_size, timeout, label, backend, preload)
 
 
 def launched() -> bool:
@@ -92,14 +93,15 @@ def world_size(default: int) -> int:
 
 
 def run_ranks(target: Callable, args: tuple, world_size: int, timeout: float, label: str,
-              backend: str = "gloo") -> object:
+              backend: str = "gloo", preload: Sequence[str] = ()) -> object:
     """``target(rank, world_size, *args)`` in ``world_size`` new processes with a process group
     (``backend``; nccl: rank r on cuda:r) and rank 0's return value (tensors and plain data: it
     travels through torch.save). All are killed, and the call
-    fails, if any is not done within ``timeout`` seconds. Under ``torchrun``: in the launched ranks."""
+    fails, if any is not done within ``timeout`` seconds. Under ``torchrun``: in the launched ranks.
+    ``preload``: modules the ranks will import, for the rank server to import once instead."""
     if launched():
         return _in_launched_group(target, args, world_size, timeout, label, backend)
-    mp.get_context("forkserver").set_forkserver_preload(PRELOADED)  # used when the server first starts
+    mp.get_context("forkserver").set_forkserver_preload([*PRELOADED, *preload])  # used when the server first starts
     with tempfile.TemporaryDirectory() as folder:
         result = os.path.join(folder, "result.pt")
         context = mp.start_processes(_rank_main, args=(world_size, os.path.join(folder, "store"), backend, target,

@@ -18,6 +18,7 @@ from ortcheck.convergence.cases import Case
 from ortcheck.convergence.curves import Curve
 from ortcheck.convergence.steps import fallbacks_of, train_steps
 from ortcheck.convergence.training import TrainingConfig
+from ortcheck.impls import RANK_PRELOAD
 from ortcheck.impls.base import Implementation, Options
 
 TIMEOUT_S = 300.0
@@ -39,7 +40,8 @@ def train(case: Case, model: torch.nn.Module, batches: list, seed: int, settings
                 raise ValueError(f"case {case.name!r}: batch of {tensor.shape[0]} rows does not split over "
                                  f"{case.ranks} ranks")
     args = (case.loss, model, batches, seed, settings, options, impl, training)
-    found = run_ranks(_rank, args, case.ranks, TIMEOUT_S, f"{case.name} ranks of {impl.name}", backend)
+    found = run_ranks(_rank, args, case.ranks, TIMEOUT_S, f"{case.name} ranks of {impl.name}", backend,
+                      preload=(*RANK_PRELOAD, __name__))
     return Curve(seed, found["metrics"], found["fallback_steps"])
 
 

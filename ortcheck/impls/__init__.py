@@ -16,6 +16,9 @@ _REGISTRY: dict[str, str | type[Implementation]] = {
     "bitsandbytes": "ortcheck.impls.bitsandbytes:BitsandbytesImpl",
 }
 DEFAULT = "reference"
+# What a fresh process running the built-in implementations imports (missing ones are skipped): a
+# rank server (``ortcheck.checks.ddp``) imports them once, not every rank.
+RANK_PRELOAD = ("onnxruntime.training.ortmodule", "bitsandbytes", "reference.module.wrapper", __name__)
 ENTRY_POINT_GROUP = "ortcheck.impls"
 
 
@@ -52,4 +55,4 @@ def register(name: str, target: "str | type[Implementation]") -> None:
 
 
 __all__ = ["Capability", "DEVICES", "Implementation", "MemoryPlan", "MemoryPlans", "Observations", "Options", "UnsupportedOptionError", "get", "names",
-           "register", "DEFAULT"]
+           "register", "DEFAULT", "RANK_PRELOAD"]

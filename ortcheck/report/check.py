@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ortcheck import impls, machine, manifest
-from ortcheck.pytest_plugin import FAILURE_PROPERTY
+from ortcheck import failures, impls, machine, manifest
 
 MARGIN = 4.0
 SUITES = Path(__file__).resolve().parents[2] / "suites"
@@ -73,7 +72,7 @@ class _Collector:
         if finding is None:
             return
         verdict = self.verdicts[finding.source]
-        _, line = dict(report.user_properties).get(FAILURE_PROPERTY) or (None, "")
+        _, line = dict(report.user_properties).get(failures.FAILURE_PROPERTY) or (None, "")
         if hasattr(report, "wasxfail") and report.skipped:
             verdict.statuses[report.nodeid] = "xfail"
         elif report.failed and "XPASS(strict)" in str(report.longrepr):

@@ -15,7 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ortcheck.failures import draft_match
+from ortcheck.failures import FAILURE_PROPERTY, draft_match
 from ortcheck.report.collector import impl_of
 
 _GLOB_SPECIALS = {"[": "[[]", "*": "[*]", "?": "[?]"}
@@ -61,7 +61,7 @@ class FindingDrafts:
         text = report.longreprtext or ""
         crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", "")
         first_line = (crash.strip().splitlines() or text.strip().splitlines()[-1:] or ["failed"])[0]
-        raises, line = properties.get("ortcheck_failure") or (None, None)  # the plugin's, on the worker
+        raises, line = properties.get(FAILURE_PROPERTY) or (None, None)  # the plugin's, on the worker
         example = shrunk_example(text)
         draft = {"test": glob_of(report.nodeid), "reason": f"{report.when}: {first_line}"[:300]}
         if raises:

@@ -1,123 +1,230 @@
-"""The import graph keeps the layers of docs/architecture.md ("Layout"): every import points down or
-sideways, never up. Read statically from the sources (every ``import``, lazy ones included), so an
-upward arrow fails here even where it happens not to form a cycle at run time
-(``test_imports.py`` catches those by importing each module alone)."""
+"""Every arrow of the code keeps the one table of layers, docs/layers.toml: folders use only the folders
+the table lets them, modules their own layer and those below, never one above. Read statically from
+the sources, so an upward arrow fails here even where it happens not to form a cycle at run time
+(``test_imports.py`` catches those by importing each module alone). An arrow is an ``import`` (lazy
+ones included), a module loaded by path or by ``importlib`` with a literal name, or a string literal
+naming a dotted module of the project (a forkserver preload, a registry entry).
+
+docs/architecture.md's "Layout" is generated from the table: ``python tests/harness/test_layering.py``
+rewrites it, and a test fails while they disagree."""
+from __future__ import annotations
+
 import ast
+import sys
+import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-TOPS = ("ortcheck", "reference", "suites", "tests", "bench", "controls")
+TABLE = REPO / "docs" / "layers.toml"
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+BEGIN, END = "<!-- layout: generated from docs/layers.toml -->", "<!-- end of the generated layout -->"
+# Calls that load a module, and which argument names it: by path, or by name.
+PATH_LOADERS = {"spec_from_file_location": 1, "SourceFileLoader": 1, "run_path": 0}
+NAME_LOADERS = {"import_module": 0, "__import__": 0}
+LINE = 110  # characters of the generated layout's lines
+HOW = {"import": "imports", "path": "loads by path", "importlib": "imports by name", "string": "names"}
 
-# Layers, lowest first; a module imports its own layer and those below. A package's modules share its layer.
-ORTCHECK_LAYERS = (
-    ("ortcheck.nested", "ortcheck.machine"),
-    ("ortcheck.models",),
-    ("ortcheck.strategies",),
-    ("ortcheck.checks",),
-    ("ortcheck.impls",),
-    ("ortcheck.stateful",),
-    ("ortcheck.convergence",),
-    ("ortcheck.usercheck",),
-    ("ortcheck.cli", "ortcheck.run", "ortcheck.golden_cli", "ortcheck.pytest_plugin", "ortcheck.report",
-     "ortcheck.delivery_modes", "ortcheck.profiles", "ortcheck.manifest", "ortcheck.conditions",
-     "ortcheck.envsetup", "ortcheck.heap", "ortcheck.fpenv", "ortcheck.threadbudget", "ortcheck.seed",
-     "ortcheck.timebound", "ortcheck.watchdog", "ortcheck.failures", "ortcheck"),
-)
-# The pipeline's stages in import order: pipeline order, except that the bnb4 codec sits below
-# autodiff, whose MatMulBnb4 rule reads its code book.
-REFERENCE_LAYERS = (
-    ("reference.nested_io", "reference.seams"), ("reference.transitions",), ("reference.export",), ("reference.bnb4",),
-    ("reference.autodiff",), ("reference.recompute",), ("reference.runtime",), ("reference.grads",),
-    ("reference.module", "reference.options"), ("reference",),
-)
-# Among the top-level folders (all above ortcheck and reference): which must not import which.
-FORBIDDEN = {
-    "ortcheck": {"suites", "tests", "bench", "controls"},
-    "reference": {"ortcheck", "suites", "tests", "bench", "controls"},   # standalone
-    "suites": {"tests", "bench", "reference", "controls"},   # reach an implementation only through the contract
-    "controls": {"suites", "tests", "bench"},                # positive controls: implementations, beside the product
-    "bench": {"tests", "suites"},
-    "tests": {"bench"},
-}
-REFERENCE_GATE = "ortcheck.impls"  # the one ortcheck layer that may import reference/: its adapter
+
+def read_table(path: Path = TABLE) -> dict:
+    return tomllib.loads(path.read_text())
 
 
 def _under(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(REPO).with_suffix("").parts
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-FILES = {_module_name(path): path for top in TOPS for path in (REPO / top).rglob("*.py")}
+def module_files(root: Path, table: dict) -> dict[str, Path]:
+    return {_module_name(path, root): path for folder in table["folder"] for path in (root / folder["name"]).rglob("*.py")}
 
 
-def _imports(path: Path) -> set[str]:
-    """The project modules ``path`` imports (relative imports resolved; ``from p import name`` is an
-    import of ``p.name`` where that is a module, else of ``p``)."""
-    package = _module_name(path).split(".")
+def _docstrings(tree: ast.Module) -> set[int]:
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+
+
+def _strings(node: ast.AST) -> list[str]:
+    """The string literals in ``node``, in source order (``REPO / "suites" / "x.py"``: suites, x.py)."""
+    found = [n for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return [n.value for n in sorted(found, key=lambda n: (n.lineno, n.col_offset))]
+
+
+def _called(node: ast.Call) -> str:
+    return node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+
+
+def _argument(node: ast.Call, index: int) -> ast.AST | None:
+    return node.args[index] if len(node.args) > index else None
+
+
+def arrows(path: Path, root: Path, files: dict[str, Path]) -> dict[str, str]:
+    """The project modules ``path`` uses, each with how (a key of ``HOW``; an import wins over the rest).
+    Relative imports resolved; ``from p import name`` uses ``p.name`` where that is a module, else ``p``."""
+    package = _module_name(path, root).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    by_file = {file.relative_to(root).parts: name for name, file in files.items()}
+    found: dict[str, str] = {}
+
+    def add(name: str, how: str) -> None:
+        if name in files and (found.get(name) is None or list(HOW).index(how) < list(HOW).index(found[name])):
+            found[name] = how
+
+    tree = ast.parse(path.read_text())
+    docstrings = _docstrings(tree)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            for alias in node.names:
+                add(alias.name, "import")
         elif isinstance(node, ast.ImportFrom):
             base = package[: len(package) - node.level + 1] if node.level else []
             module = ".".join([*base, node.module] if node.module else base)
-            found.update(f"{module}.{alias.name}" if f"{module}.{alias.name}" in FILES else module for alias in node.names)
-    return {name for name in found if name in FILES}
+            for alias in node.names:
+                add(f"{module}.{alias.name}" if f"{module}.{alias.name}" in files else module, "import")
+        elif isinstance(node, ast.Call) and _called(node) in PATH_LOADERS:
+            where = _argument(node, PATH_LOADERS[_called(node)])
+            parts = tuple(part for text in (_strings(where) if where else ()) for part in text.split("/") if part)
+            for file_parts, name in by_file.items():
+                if parts and file_parts[-len(parts):] == parts:
+                    add(name, "path")
+        elif isinstance(node, ast.Call) and _called(node) in NAME_LOADERS:
+            named = _argument(node, NAME_LOADERS[_called(node)])
+            if isinstance(named, ast.Constant) and isinstance(named.value, str):
+                add(named.value, "importlib")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            name = node.value.split(":")[0]
+            if "." in name:
+                add(name, "string")
+    return found
 
 
-GRAPH = {name: _imports(path) for name, path in FILES.items()}
+def read_graph(root: Path = REPO, table: dict | None = None) -> dict[str, dict[str, str]]:
+    """module -> {module it uses: how} for every Python file of the table's folders under ``root``."""
+    table = read_table() if table is None else table
+    files = module_files(root, table)
+    return {name: {t: how for t, how in arrows(path, root, files).items() if t != name} for name, path in files.items()}
 
 
-def layer_of(module: str) -> tuple[str, int] | None:
-    """(family, rank) of a module of ortcheck/ or reference/ (a package root only by its exact name),
-    None where the tables don't place it."""
-    for family, layers in (("ortcheck", ORTCHECK_LAYERS), ("reference", REFERENCE_LAYERS)):
-        for rank, prefixes in enumerate(layers):
-            if any(module == prefix or (prefix not in TOPS and _under(module, prefix)) for prefix in prefixes):
-                return family, rank
+def layer_of(module: str, table: dict) -> tuple[int, str, bool] | None:
+    """(rank from the bottom, the table's entry holding it, whether its layer stands alone), None where
+    the table doesn't place it. A folder's own name places only its __init__.py."""
+    for folder in table["folder"]:
+        layers = folder.get("layer", [])
+        for rank, layer in enumerate(reversed(layers)):
+            for entry in layer["modules"]:
+                if module == entry or (entry != folder["name"] and _under(module, entry)):
+                    return rank, entry, layer.get("alone", False)
     return None
 
 
-def violations(graph: dict[str, set[str]]) -> list[str]:
-    """Every import in ``graph`` (module -> modules it imports) that breaks the layering."""
+def violations(graph: dict[str, dict[str, str] | set[str]], table: dict | None = None) -> list[str]:
+    """Every arrow of ``graph`` (module -> modules it uses, with how; a set means imports) that breaks the table."""
+    table = read_table() if table is None else table
+    folders = {folder["name"]: folder for folder in table["folder"]}
+    excepted = {(e["module"], e["how"]) for e in table.get("exception", [])}
     found = []
     for module, targets in sorted(graph.items()):
         top = module.split(".")[0]
-        for target in sorted(targets):
+        folder = folders.get(top, {})
+        uses = targets.items() if isinstance(targets, dict) else ((target, "import") for target in targets)
+        for target, how in sorted(uses):
             target_top = target.split(".")[0]
-            if target_top in FORBIDDEN.get(top, ()):
-                found.append(f"{module} imports {target}: {top}/ must not import {target_top}/")
-            elif top == "ortcheck" and target_top == "reference" and not _under(module, REFERENCE_GATE):
-                found.append(f"{module} imports {target}: only {REFERENCE_GATE} may import reference/")
-            elif top == target_top and top in ("ortcheck", "reference"):
-                placed, target_placed = layer_of(module), layer_of(target)  # unplaced: test_every_module_has_a_layer
-                if placed and target_placed and target_placed[1] > placed[1]:
-                    found.append(f"{module} imports {target}: upwards, layer {target_placed[1]} above {placed[1]}")
+            arrow = f"{module} {HOW[how]} {target}"
+            if (module, how) in excepted or target_top not in folders:
+                continue
+            gate = folder.get("gates", {}).get(target_top)
+            if target_top != top and target_top not in folder.get("imports", ()):
+                allowed = ", ".join(f"{name}/" for name in folder.get("imports", ())) or "nothing else"
+                found.append(f"{arrow}: {top}/ must not use {target_top}/ (it may use {allowed})")
+            elif gate and not _under(module, gate):
+                found.append(f"{arrow}: only {gate} may use {target_top}/")
+            elif target_top == top and folder.get("layer"):
+                placed, target_placed = layer_of(module, table), layer_of(target, table)
+                if not placed or not target_placed:
+                    continue  # unplaced: test_every_module_has_a_layer
+                if target_placed[0] > placed[0]:
+                    found.append(f"{arrow}: upwards, from layer {placed[1]} to {target_placed[1]}, which is above it")
+                elif placed[2] and not _under(target, placed[1]):
+                    found.append(f"{arrow}: {placed[1]} stands alone and uses nothing else of {top}/")
     return found
+
+
+def render_layout(table: dict, files: dict[str, Path]) -> str:
+    """The code block of docs/architecture.md's "Layout": the table, top down."""
+    rows = []
+    for folder in table["folder"]:
+        uses = ", ".join(f"{name}/" for name in folder["imports"])
+        gates = "".join(f"; {name}/ only through {gate.split('.', 1)[1]}/" for name, gate in folder.get("gates", {}).items())
+        rows.append((f"{folder['name']}/", f"{folder['what']} (uses {uses or 'nothing else'}{gates})"))
+        for layer in folder.get("layer", []):
+            names = ", ".join(_shown(entry, folder["name"], files) for entry in layer["modules"])
+            alone = f"; {'each uses' if len(layer['modules']) > 1 else 'uses'} nothing else of {folder['name']}/"
+            rows.append((f"  {names}", layer["what"] + (alone if layer.get("alone") else "")))
+    width = max(len(left) for left, _ in rows if len(left) <= 36) + 2
+    lines = []
+    for left, what in rows:
+        lines += [left] if len(left) >= width else []
+        wrapped = textwrap.wrap(what, LINE - width) or [""]
+        lines += [(left if len(left) < width else "").ljust(width) + wrapped[0], *(" " * width + more for more in wrapped[1:])]
+    return "```\n" + "\n".join(lines) + "\n```"
+
+
+def _shown(entry: str, folder: str, files: dict[str, Path]) -> str:
+    if entry == folder:
+        return "__init__.py"
+    last = entry.rsplit(".", 1)[1]
+    return f"{last}/" if entry in files and files[entry].name == "__init__.py" else f"{last}.py"
+
+
+def documented_layout(text: str) -> str:
+    if BEGIN not in text or END not in text:
+        raise AssertionError(f"docs/architecture.md lacks the markers of the generated layout: {BEGIN} ... {END}")
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+
+
+TABLE_DATA = read_table()
+FILES = module_files(REPO, TABLE_DATA)
+GRAPH = read_graph(REPO, TABLE_DATA)
 
 
 def test_the_graph_was_read():
     assert "reference.module.wrapper" in GRAPH and "ortcheck.strategies.nested_io" in GRAPH and "suites.test_ddp" in GRAPH
-    assert {"reference.nested_io", "reference.module.compiled"} <= GRAPH["reference.module.wrapper"]
+    assert {"reference.nested_io", "reference.module.compiled"} <= set(GRAPH["reference.module.wrapper"])
     assert "reference.grads" in GRAPH["reference.module.compiled"]
     assert "reference.runtime.stages" in GRAPH["reference.runtime.staged"]   # from-import of a module
     assert "ortcheck.impls.base" in GRAPH["ortcheck.convergence.runner"]
+    assert GRAPH["ortcheck.impls"]["ortcheck.impls.eager"] == "string"       # the registry's "module:Class"
+    assert GRAPH["ortcheck.impls"]["reference.module.wrapper"] == "string"   # the rank servers' preload
 
 
 def test_every_module_has_a_layer():
-    assert not [name for name in GRAPH if name.split(".")[0] in ("ortcheck", "reference") and layer_of(name) is None]
+    layered = {folder["name"] for folder in TABLE_DATA["folder"] if folder.get("layer")}
+    assert not [name for name in GRAPH if name.split(".")[0] in layered and layer_of(name, TABLE_DATA) is None]
 
 
-def test_no_import_breaks_the_layers():
-    found = violations(GRAPH)
+def test_every_entry_of_the_table_exists():
+    entries = [entry for folder in TABLE_DATA["folder"] for layer in folder.get("layer", []) for entry in layer["modules"]]
+    assert len(entries) == len(set(entries))
+    assert not [entry for entry in entries if entry not in FILES]
+    assert not [e["module"] for e in TABLE_DATA.get("exception", []) if e["module"] not in FILES or e["how"] not in HOW]
+
+
+def test_every_python_folder_is_in_the_table():
+    listed = {folder["name"] for folder in TABLE_DATA["folder"]}
+    folders = [path for path in REPO.iterdir() if path.is_dir() and not path.name.startswith(".")]
+    assert not [path.name for path in folders if path.name not in listed and next(path.rglob("*.py"), None)]
+
+
+def test_no_arrow_breaks_the_layers():
+    found = violations(GRAPH, TABLE_DATA)
     assert not found, "\n".join(found)
 
 
@@ -126,25 +233,46 @@ def test_the_transition_contract_shares_nothing_with_the_reference():
     predicting the counters must not reach the reference even indirectly."""
     seen, todo = set(), ["ortcheck.stateful.contract"]
     while todo:
-        for name in GRAPH[todo.pop()] - seen:
+        for name in set(GRAPH[todo.pop()]) - seen:
             seen.add(name)
             todo.append(name)
     assert not [name for name in seen if _under(name, "reference")]
+
+
+def test_the_architecture_layout_is_the_table():
+    expected = render_layout(TABLE_DATA, FILES)
+    assert documented_layout(ARCHITECTURE.read_text()) == expected, (
+        "docs/architecture.md's layout differs from docs/layers.toml: run `python tests/harness/test_layering.py`")
+
+
+def test_the_readme_points_to_the_layout_instead_of_copying_it():
+    readme = (REPO / "README.md").read_text()
+    assert "docs/architecture.md" in readme and "docs/layers.toml" in readme
+    packages = [_shown(entry, folder["name"], FILES) for folder in TABLE_DATA["folder"]
+                for layer in folder.get("layer", []) for entry in layer["modules"]]
+    assert not [line for line in readme.splitlines() if line.startswith("  ") and line.split()[0] in packages]
 
 
 @pytest.mark.parametrize("module, target", [
     ("reference.runtime.staged", "reference.grads.stages"),           # the grads <-> runtime cycle
     ("ortcheck.checks.ddp", "ortcheck.impls"),                        # an oracle knowing the contract
     ("ortcheck.convergence.data_parallel", "ortcheck.pytest_plugin"),  # `ortcheck golden` loading the plugin
-    ("bench.shrink_time", "tests.harness.mutants"),                   # bench reaching into tests/
+    ("ortcheck.report.check", "ortcheck.pytest_plugin"),              # the report reading the plugin's constants
+    ("ortcheck.manifest", "ortcheck.pytest_plugin.manifests"),        # the product surface, upwards
+    ("ortcheck.conditions", "ortcheck.manifest"),
+    ("ortcheck.models.hf", "ortcheck.nested"),                        # models/ stands alone
+    ("ortcheck.machine", "ortcheck.profiles"),                        # so does each foundation
+    ("bench.shrink_time", "suites.test_transitions"),                 # bench reaching into suites/
+    ("bench.shrink_time", "tests.harness.conftest"),                  # bench reaching into tests/
     ("ortcheck.impls", "controls.gradients"),                         # the product shipping a broken implementation
     ("ortcheck.strategies.nested_io", "reference.nested_io"),         # a strategy sharing the reference's walk
     ("reference.autodiff.registry", "ortcheck.checks"),               # the reference importing the harness
     ("suites.test_ddp", "reference.module"),                          # a suite going around the contract
 ])
-def test_arrows_that_broke_the_order_are_caught(module, target):
-    graph = {**GRAPH, module: GRAPH.get(module, set()) | {target}}
-    assert [v for v in violations(graph) if v.startswith(f"{module} imports {target}:")]
+@pytest.mark.parametrize("how", list(HOW))
+def test_arrows_that_broke_the_order_are_caught(module, target, how):
+    graph = {**GRAPH, module: {**GRAPH.get(module, {}), target: how}}
+    assert [v for v in violations(graph, TABLE_DATA) if v.startswith(f"{module} {HOW[how]} {target}:")]
 
 
 def test_the_checker_on_a_hand_built_graph():
@@ -158,10 +286,99 @@ def test_the_checker_on_a_hand_built_graph():
         "bench.b": {"ortcheck.impls", "tests.harness"},
         "tests.t": {"reference.grads", "ortcheck.cli", "suites.s"},
     }
-    assert violations(graph) == [
-        "bench.b imports tests.harness: bench/ must not import tests/",
-        "ortcheck.models.m imports ortcheck.strategies.s: upwards, layer 2 above 1",
-        "ortcheck.stateful.s imports reference.transitions: only ortcheck.impls may import reference/",
-        "reference.bnb4.q imports ortcheck.models: reference/ must not import ortcheck/",
-        "reference.grads.g imports reference.module.wrapper: upwards, layer 8 above 7",
+    assert violations(graph, TABLE_DATA) == [
+        "bench.b imports tests.harness: bench/ must not use tests/ (it may use controls/, ortcheck/, reference/)",
+        "ortcheck.models.m imports ortcheck.strategies.s: upwards, from layer ortcheck.models to ortcheck.strategies, "
+        "which is above it",
+        "ortcheck.stateful.s imports reference.transitions: only ortcheck.impls may use reference/",
+        "reference.bnb4.q imports ortcheck.models: reference/ must not use ortcheck/ (it may use nothing else)",
+        "reference.grads.g imports reference.module.wrapper: upwards, from layer reference.grads to reference.module, "
+        "which is above it",
     ]
+
+
+# A scratch project with the real table: each arrow below goes the wrong way in one of the ways the
+# checker reads beyond `import` statements.
+SCRATCH = {
+    "reference/__init__.py": "",
+    "ortcheck/__init__.py": "",
+    "ortcheck/nested.py": "",
+    "ortcheck/checks/__init__.py": "",
+    "ortcheck/impls/__init__.py": "",
+    "ortcheck/impls/registry.py": 'ADAPTERS = {"mine": "ortcheck.impls.mine:Mine"}\n',
+    "ortcheck/impls/mine.py": "",
+    "suites/test_x.py": "",
+    "bench/by_path.py": """
+        import importlib.util
+        from pathlib import Path
+
+        spec = importlib.util.spec_from_file_location("suite", Path(__file__).parents[1] / "suites" / "test_x.py")
+    """,
+    "bench/by_runpy.py": 'import runpy\nrunpy.run_path("suites/test_x.py")\n',
+    "ortcheck/checks/by_importlib.py": 'import importlib\nimpls = importlib.import_module("ortcheck.impls")\n',
+    "ortcheck/checks/by_dunder_import.py": '__import__("suites.test_x")\n',
+    "ortcheck/checks/preload.py": """
+        '''A docstring naming ortcheck.impls is no arrow.'''
+        import multiprocessing
+
+        PRELOADED = ["torch", "ortcheck.impls.mine"]
+        multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOADED)
+    """,
+}
+
+
+@pytest.fixture
+def scratch(tmp_path) -> Path:
+    for name, text in SCRATCH.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def test_the_checker_reads_paths_importlib_and_strings(scratch):
+    graph = read_graph(scratch, TABLE_DATA)
+    assert graph["bench.by_path"] == {"suites.test_x": "path"}
+    assert graph["bench.by_runpy"] == {"suites.test_x": "path"}
+    assert graph["ortcheck.checks.by_importlib"] == {"ortcheck.impls": "importlib"}
+    assert graph["ortcheck.checks.by_dunder_import"] == {"suites.test_x": "importlib"}
+    assert graph["ortcheck.checks.preload"] == {"ortcheck.impls.mine": "string"}
+    assert graph["ortcheck.impls.registry"] == {"ortcheck.impls.mine": "string"}
+
+
+def test_the_checker_fails_on_wrong_arrows_not_written_as_imports(scratch):
+    assert violations(read_graph(scratch, TABLE_DATA), TABLE_DATA) == [
+        "bench.by_path loads by path suites.test_x: bench/ must not use suites/ (it may use controls/, ortcheck/, reference/)",
+        "bench.by_runpy loads by path suites.test_x: bench/ must not use suites/ (it may use controls/, ortcheck/, reference/)",
+        "ortcheck.checks.by_dunder_import imports by name suites.test_x: ortcheck/ must not use suites/ (it may use reference/)",
+        "ortcheck.checks.by_importlib imports by name ortcheck.impls: upwards, from layer ortcheck.checks to "
+        "ortcheck.impls, which is above it",
+        "ortcheck.checks.preload names ortcheck.impls.mine: upwards, from layer ortcheck.checks to ortcheck.impls, "
+        "which is above it",
+    ]
+
+
+def test_an_exception_in_the_table_allows_exactly_its_arrows(scratch):
+    table = {**TABLE_DATA, "exception": [{"module": "ortcheck.checks.preload", "how": "string", "why": "shown"}]}
+    found = violations(read_graph(scratch, table), table)
+    assert not [v for v in found if v.startswith("ortcheck.checks.preload ")]
+    assert [v for v in found if v.startswith("ortcheck.checks.by_importlib ")]
+
+
+def test_the_layout_check_fails_when_docs_and_table_disagree():
+    table = read_table()
+    table["folder"][-1]["layer"][-1]["what"] = "changed"
+    document = f"# x\n\n{BEGIN}\n{render_layout(TABLE_DATA, FILES)}\n{END}\n"
+    assert documented_layout(document) == render_layout(TABLE_DATA, FILES)
+    assert documented_layout(document) != render_layout(table, FILES)
+
+
+def write_layout() -> None:
+    """Rewrite docs/architecture.md's generated layout from the table."""
+    text = ARCHITECTURE.read_text()
+    old = documented_layout(text)
+    ARCHITECTURE.write_text(text.replace(old, render_layout(TABLE_DATA, FILES), 1))
+
+
+if __name__ == "__main__":
+    write_layout()
+    sys.exit(0)

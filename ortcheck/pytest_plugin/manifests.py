@@ -1,0 +1,127 @@
+"""Expected failures: each implementation's manifest entries holding on this machine turn the tests
+they match into strict expected failures, which must fail as recorded (type, first line); a
+manifest's ``examples`` run first (``manifest_examples``); ``--findings-check`` runs only them."""
+from __future__ import annotations
+
+import pytest
+
+from ortcheck import failures, impls, manifest, profiles
+from ortcheck.report.drafts import FindingDrafts
+
+FINDING_KEY = pytest.StashKey[manifest.Finding]()
+_UNMATCHED_KEY = pytest.StashKey[list]()
+_INACTIVE_KEY = pytest.StashKey[list]()
+NOT_AS_RECORDED = "failed, but not as recorded: "
+NOT_AS_RECORDED_PROPERTY = "ortcheck_not_as_recorded"
+
+
+def pytest_configure(config):
+    if config.getoption("collect_findings") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(FindingDrafts(config.getoption("collect_findings")), "ortcheck-finding-drafts")
+
+
+def active_findings(config, impl_name: str) -> tuple[list[manifest.Finding], list[manifest.Finding]]:
+    """(the findings of ``impl_name``'s manifest that hold on this machine and stack, those that don't)."""
+    loaded = manifest.load(impls.get(impl_name).manifest_path())
+    active = [finding for finding in loaded if finding.active_on(config.ortcheck_machine)]
+    return active, [finding for finding in loaded if finding not in active]
+
+
+def pytest_collection_modifyitems(config, items):
+    split = {name: active_findings(config, name) for name in config.ortcheck_impls}
+    findings = {name: active for name, (active, _) in split.items()}
+    config.stash[_INACTIVE_KEY] = [(name, f) for name, (_, inactive) in split.items() for f in inactive]
+    matched = set()
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        impl_name = callspec.params.get("impl") if callspec else None
+        finding = manifest.first_match(findings.get(impl_name, []), item.nodeid)
+        if finding:
+            matched.add(finding)
+            item.stash[FINDING_KEY] = finding
+            item.add_marker(pytest.mark.xfail(strict=True, reason=f"[{impl_name} manifest] {finding.label}"))
+    if config.getoption("findings_check"):
+        _keep_only_findings(config, items)
+    collected_files = {item.nodeid.split("::")[0] for item in items}
+    config.stash[_UNMATCHED_KEY] = [
+        (name, f) for name, entries in findings.items() for f in entries
+        if f not in matched and any(pattern.split("::")[0] in collected_files for pattern in f.patterns)
+    ]
+
+
+def _keep_only_findings(config, items) -> None:
+    """``--findings-check``: deselect every test no active manifest entry expects to fail."""
+    kept = [item for item in items if FINDING_KEY in item.stash]
+    deselected = [item for item in items if FINDING_KEY not in item.stash]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+    items[:] = kept
+
+
+@pytest.fixture
+def manifest_examples(request) -> tuple[str, ...]:
+    """Known failing inputs the implementation's manifest lists for this test (Python expressions):
+    a suite runs them before drawing its own, so a recorded finding fails on every run."""
+    finding = request.node.stash.get(FINDING_KEY, None)  # matched once, at collection
+    return finding.examples if finding else ()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """An expected failure runs without hypothesis' shrink phase.
+
+    Its manifest entry already holds the minimal reproduction, and shrinking a failing sequence of
+    exports costs minutes per run; the test must still fail (strict), just without the search.
+    Under ``--findings-check`` it runs its entry's examples alone (no draws) unless the entry says
+    its property fails on every draw: then its first draw is the proof.
+    """
+    if not item.get_closest_marker("xfail"):
+        yield
+        return
+    finding = item.stash.get(FINDING_KEY, None)
+    alone = item.config.getoption("findings_check") and finding is not None and not finding.every_draw
+    with profiles.examples_only() if alone else profiles.without_shrinking():
+        yield
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Every failure carries its type and first line (drafts and the findings check read them); an
+    expected failure that fails otherwise than its manifest entry recorded is a FAIL saying so.
+
+    tryfirst: this wrapper's code after ``yield`` runs after pytest's xfail handling has decided."""
+    report = yield
+    error = call.excinfo.value if call.excinfo else None
+    if error is None or not (report.failed or hasattr(report, "wasxfail")):
+        return report
+    report.user_properties.append((failures.FAILURE_PROPERTY, (type(error).__name__, failures.first_line(error))))
+    finding = item.stash.get(FINDING_KEY, None)
+    if finding and report.skipped and hasattr(report, "wasxfail") and not finding.failure.accepts(error):
+        _not_as_recorded(report, finding, failures.describe(error))
+    return report
+
+
+def _not_as_recorded(report, finding: manifest.Finding, what: str) -> None:
+    """Turn an expected failure of the wrong kind into a failure naming what happened and what was recorded."""
+    del report.wasxfail
+    report.outcome = "failed"
+    message = NOT_AS_RECORDED + what
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        crash.message = message  # pytest's short summary line
+    report.sections.append(("ortcheck manifest", f"{message}\nrecorded ({finding.source}): {finding.failure}\n"
+                                                 f"reason: {finding.reason}"))
+    report.user_properties.append((NOT_AS_RECORDED_PROPERTY, message[:300]))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    unmatched = config.stash.get(_UNMATCHED_KEY, [])
+    if unmatched:
+        terminalreporter.section("ortcheck: manifest entries matching no collected test")
+        for impl_name, finding in unmatched:
+            terminalreporter.write_line(f"{impl_name}: {', '.join(finding.patterns)}  ({finding.source})")
+    inactive = config.stash.get(_INACTIVE_KEY, [])
+    if inactive:
+        terminalreporter.section("ortcheck: manifest entries that don't hold on this machine (their tests must pass)")
+        for impl_name, finding in inactive:
+            terminalreporter.write_line(f"{impl_name}: {', '.join(finding.patterns)}  where: {finding.condition}")

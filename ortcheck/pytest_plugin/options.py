@@ -1,0 +1,78 @@
+"""The plugin's command-line options and markers, and what they select: implementations, device, machine."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import settings
+
+from ortcheck import impls, machine, profiles
+from ortcheck.impls import DEVICES
+
+MARKERS = ("gpu: needs a CUDA device (run with --device cuda)",
+           "nightly: long-running; runs with --nightly",
+           "slow: slow but part of the default run",
+           "requires(capability): skip implementations without this capability",
+           "both_delivery_modes: run with the options of both gradient delivery modes (default, mem_efficient)")
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("ortcheck")
+    group.addoption("--impl", default="all",
+                    help=f"comma-separated implementations to check, or 'all' (default); valid: {', '.join(impls.names())}")
+    group.addoption("--require-impl", action="append", default=[], metavar="NAME",
+                    help="fail (instead of skipping) when this implementation is unavailable here")
+    group.addoption("--device", default="cpu", help=f"device to run on; valid: {', '.join(DEVICES)}")
+    group.addoption("--nightly", action="store_true", help="also run tests marked nightly (and longer convergence runs)")
+    group.addoption("--update-goldens", action="store_true",
+                    help="convergence: rewrite golden files (atomically) for runs whose parity with eager passed")
+    group.addoption("--golden-dir", default=None, help="convergence: folder of golden files (default: <rootdir>/golden)")
+    group.addoption("--convergence-report", default=None, metavar="DIR",
+                    help="convergence: write a PNG and a CSV per case and implementation into DIR")
+    group.addoption("--collect-findings", default=None, metavar="FILE",
+                    help="write a draft manifest entry (test glob, first line of the failure, shrunk example) for "
+                         "every unexpected failure into FILE")
+    group.addoption("--impl-timeout", type=float, default=None, metavar="SECONDS",
+                    help="fail a property that runs implementation code for longer than this (a hang); 0: no bound. "
+                         f"Default {profiles.TIMEOUT_PER_100_EXAMPLES:g} s per 100 examples of the hypothesis profile. "
+                         "Run with xdist (-n) so a hang or a crash costs one property, not the run")
+    group.addoption("--findings-check", action="store_true",
+                    help="run only the tests the manifests expect to fail, each with its entry's examples alone "
+                         "(hypothesis draws nothing, except for entries marked every_draw): what `ortcheck findings "
+                         "--check` runs")
+
+
+def pytest_configure(config):
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+    if not config.getoption("hypothesis_profile", default=None):
+        settings.load_profile(profiles.default_profile())
+    config.ortcheck_impls = selected_impls(config)
+    config.ortcheck_device = config.getoption("device")
+    if config.ortcheck_device not in DEVICES:
+        raise pytest.UsageError(f"--device {config.ortcheck_device!r} is not valid; valid: {', '.join(DEVICES)}")
+    config.ortcheck_machine = machine.current(config.ortcheck_device)
+    for name in config.getoption("require_impl"):
+        reason = impls.get(_known(name)).unavailable_reason()
+        if reason:
+            raise pytest.UsageError(f"--require-impl {name}: unavailable here: {reason}")
+
+
+def _known(name: str) -> str:
+    if name not in impls.names():
+        raise pytest.UsageError(f"unknown implementation {name!r}; valid: {', '.join(impls.names())}, all")
+    return name
+
+
+def selected_impls(config) -> list[str]:
+    value = config.getoption("impl")
+    if value == "all":
+        return impls.names()
+    return [_known(name.strip()) for name in value.split(",") if name.strip()]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` or ``nightly`` skip unless the options ask for them."""
+    for item in items:
+        if item.get_closest_marker("gpu") and config.ortcheck_device != "cuda":
+            item.add_marker(pytest.mark.skip(reason="gpu test: run with --device cuda on a CUDA machine"))
+        if item.get_closest_marker("nightly") and not config.getoption("nightly"):
+            item.add_marker(pytest.mark.skip(reason="nightly test: run with --nightly"))

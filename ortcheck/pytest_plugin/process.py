@@ -1,0 +1,24 @@
+"""What every process running tests starts from: the run's hypothesis seed, its share of the CPU
+threads, a frozen heap (ORTModule's ``gc.collect`` per export) and IEEE subnormals (``-ffast-math``
+libraries a test loaded). Tests share a worker, so none may hand its process state to the next."""
+from __future__ import annotations
+
+import pytest
+
+from ortcheck import seed, threadbudget
+from ortcheck.fpenv import SubnormalsOn
+from ortcheck.heap import FrozenHeap
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Before any plugin's ``pytest_configure``: the run's hypothesis seed, which hypothesis' reads."""
+    seed.choose(config)
+
+
+def pytest_configure(config):
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    config.ortcheck_threads = threadbudget.apply(workers)  # before any session sizes its pool from torch's
+    config.pluginmanager.register(seed.RunSeed(config), "ortcheck-run-seed")
+    config.pluginmanager.register(FrozenHeap(), "ortcheck-frozen-heap")
+    config.pluginmanager.register(SubnormalsOn(), "ortcheck-subnormals-on")
