@@ -338,14 +338,14 @@ def test_collect_findings_drafts_a_manifest_entry_per_unexpected_failure(python,
 def test_a_hang_holding_the_gil_is_killed_from_outside_and_fails_one_property_naming_its_draw(python, project):
     """The worker sits in native code holding the GIL, where pytest-timeout's timer thread could not
     fire: the watchdog kills it at the bound, xdist replaces it, and the next test (on that worker:
-    -n 1) passes."""
+    -n 1) passes. The bound leaves the eager half room on a loaded machine (at 5 s it failed under load)."""
     nodeid = "suites/test_numerics.py::test_layernorm_is_as_accurate_as_eager"
-    result = run(python, project, nodeid, "--impl", "holds_the_gil,eager", "-n", "1", "--impl-timeout", "5",
+    result = run(python, project, nodeid, "--impl", "holds_the_gil,eager", "-n", "1", "--impl-timeout", "30",
                  "--hypothesis-seed", "4321")
     result.assert_outcomes(passed=1, failed=1)
     output = result.stdout.str()
     assert f"crashed while running '{nodeid}[holds_the_gil]'" in output
-    assert re.search(rf"ortcheck watchdog: {re.escape(nodeid)}\[holds_the_gil\] ran past its time bound of 5 s and was "
+    assert re.search(rf"ortcheck watchdog: {re.escape(nodeid)}\[holds_the_gil\] ran past its time bound of 30 s and was "
                      r"killed from outside its process .*; last draw \(example 1\): offset=.*, width=.*, spread=.*, "
                      rf"seed=.*; replay: pytest '{re.escape(nodeid)}\[holds_the_gil\]' --hypothesis-seed=4321 "
                      r"--hypothesis-profile=dev", output)

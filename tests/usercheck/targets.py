@@ -75,3 +75,28 @@ def wrong_width_batch(size):
 
 def broken_factory():
     raise RuntimeError("the checkpoint is missing")
+
+
+class SaturatingGate(torch.nn.Module):
+    """A gated MLP whose sigmoid gate sits near -12: onnxruntime's CPU Sigmoid is 5e-3 off relatively
+    there (ORTModule's finding; the picture in README, "Check your own model")."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 8)
+        self.gate = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Sigmoid())
+        self.out = torch.nn.Linear(8, 1)
+        with torch.no_grad():
+            self.gate[0].bias.fill_(-12.0)
+
+    def forward(self, x):
+        return self.out(self.proj(x) * self.gate(x))
+
+
+def saturating_gate():
+    torch.manual_seed(0)
+    return SaturatingGate()
+
+
+def saturating_gate_batch(size):
+    return (torch.randn(size, 4, generator=torch.Generator().manual_seed(size)),)

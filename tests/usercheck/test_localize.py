@@ -51,5 +51,14 @@ def test_the_cli_writes_a_reproduction_that_reproduces(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 1 and "smallest failing submodule: gate (Gate)" in out and "ONNX" in out
     assert (tmp_path / "check.json").is_file() and "first failing op" in (tmp_path / "check.md").read_text()
+    page = (tmp_path / "check.html").read_text()
+    assert "<img src='check.png'" in page and "smallest failing submodule: gate (Gate)" in page
+    assert (tmp_path / "check.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     repro = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path / "repro", capture_output=True, text=True)
     assert repro.returncode == 1 and "where float64 eager gives" in repro.stdout, repro.stdout + repro.stderr
+
+
+def test_a_saturated_sigmoid_gate_trains_like_eager_through_the_reference():
+    """The reference builds Sigmoid from Exp; onnxruntime's kernel (ORTModule's) fails this gate's gradients."""
+    result = check_model(targets.saturating_gate, targets.saturating_gate_batch, impl="reference", checks=("gradients",))
+    assert result.ok, result.format()
