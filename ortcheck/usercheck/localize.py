@@ -6,6 +6,11 @@ a failing module in call order and descends into the first that fails, until non
 module, each op it runs itself is replayed as a one-op module (:mod:`ortcheck.usercheck.probes`) in
 call order, and the first the oracle rejects is named. A child that the implementation cannot run
 alone (it refuses the export, say) is noted and skipped: it proves nothing either way.
+
+A crash is localized the same way: where the whole model makes the implementation raise, a part
+"fails alone" when it raises the same exception type alone, so the search ends at the smallest
+submodule, and the first op, that still crash (an op the exporter refuses, a kernel that rejects a
+shape); other exceptions of a part still only mean it cannot run alone.
 """
 from __future__ import annotations
 
@@ -52,18 +57,22 @@ def localize(subject, report_dir=None) -> Localization:
     called = list(captured)
     tree = [("", FAIL)]
     current = ""
-    failure = check_call(impl, options, model, batch, subject.loss_fn, "the model") or "(fails only over several steps)"
+    try:
+        failure = check_call(impl, options, model, batch, subject.loss_fn, "the model") or "(fails only over several steps)"
+        crash = None
+    except Exception as error:  # the pipeline crashed on the model: find where that crash lives
+        crash, failure = type(error), raised(error)
     descended = True
     while descended:
         descended = False
         for child in called_children(current, called):
-            verdict = _check_alone(impl, options, modules[child], captured[child], child)
+            verdict = _check_alone(impl, options, modules[child], captured[child], child, crash)
             tree.append((child, FAIL if verdict not in (None, ERROR) else (ERROR if verdict == ERROR else PASS)))
             if verdict not in (None, ERROR):
                 current, failure, descended = child, verdict, True
                 break
-    op = first_failing_op(impl, options, modules[current], captured[current],
-                          [modules[c] for c in called_children(current, called)])
+    op = first_failing_op(impl, options, modules[current], captured[current] if current else batch,
+                          [modules[c] for c in called_children(current, called)], crash)
     repro = None
     if report_dir is not None:
         from ortcheck.usercheck.repro import write_repro
@@ -73,20 +82,27 @@ def localize(subject, report_dir=None) -> Localization:
     return Localization(current, type(modules[current]).__name__, failure, tuple(tree), op, repro)
 
 
-def first_failing_op(impl, options, module: torch.nn.Module, batch: Batch, children: list) -> OpFinding | None:
+def first_failing_op(impl, options, module: torch.nn.Module, batch: Batch, children: list,
+                     crash: type[Exception] | None = None) -> OpFinding | None:
     for index, call in enumerate(record(module, children, batch.args, batch.kwargs)):
         probe, tensors = OpProbe(call), call.tensors()
-        verdict = _check_alone(impl, options, probe, Batch(tuple(tensors), {}), f"{call.name} output")
+        verdict = _check_alone(impl, options, probe, Batch(tuple(tensors), {}), f"{call.name} output", crash)
         if verdict not in (None, ERROR):
             ops, nodes = onnx_ops(probe, tensors)
             return OpFinding(index, call.name, ops, nodes, tuple(tuple(t.shape) for t in tensors), verdict)
     return None
 
 
-def _check_alone(impl, options, module, batch: Batch, path: str) -> str | None:
-    """The oracle's failure for ``module`` alone, None when it passes, ERROR when it cannot run alone."""
+def raised(error: Exception) -> str:
+    first = (str(error).strip().splitlines() or [""])[0]
+    return f"the implementation raised {type(error).__name__}: {first}"
+
+
+def _check_alone(impl, options, module, batch: Batch, path: str, crash: type[Exception] | None = None) -> str | None:
+    """The oracle's failure for ``module`` alone, None when it passes, ERROR when it cannot run alone;
+    when localizing a ``crash``, raising that exception type alone is the failure."""
     try:
         return check_call(impl, options, module, requiring_grad(batch), Projection(), path)
-    except Exception:  # a module the pipeline cannot run alone (refused export, unsupported input)
-        return ERROR
+    except Exception as error:  # a module the pipeline cannot run alone (refused export, unsupported input)
+        return raised(error) if crash is not None and isinstance(error, crash) else ERROR
 

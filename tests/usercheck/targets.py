@@ -100,3 +100,16 @@ def saturating_gate():
 
 def saturating_gate_batch(size):
     return (torch.randn(size, 4, generator=torch.Generator().manual_seed(size)),)
+
+
+class RunningMax(torch.nn.Module):
+    """An op the exporter refuses (aten::cummax): the pipeline crashes on any model holding it."""
+
+    def forward(self, x):
+        return torch.cummax(x, dim=-1).values
+
+
+def with_an_unexportable_op():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(FEATURES, 4),
+                               torch.nn.Sequential(torch.nn.Linear(4, 4), RunningMax()))

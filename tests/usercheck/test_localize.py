@@ -62,3 +62,11 @@ def test_a_saturated_sigmoid_gate_trains_like_eager_through_the_reference():
     """The reference builds Sigmoid from Exp; onnxruntime's kernel (ORTModule's) fails this gate's gradients."""
     result = check_model(targets.saturating_gate, targets.saturating_gate_batch, impl="reference", checks=("gradients",))
     assert result.ok, result.format()
+
+
+def test_a_crash_is_localized_to_the_smallest_submodule_and_op_that_raise_it_alone():
+    result = check_model(targets.with_an_unexportable_op, targets.batch, impl="reference", checks=("gradients",))
+    located = result.localization
+    assert not result.ok and located.module == "1.1" and located.module_type == "RunningMax", result.format()
+    assert "ExportError" in located.failure and "cummax" in located.op.function, result.format()
+    assert ("0", "pass") in located.tree and ("1.0", "pass") in located.tree
