@@ -14,7 +14,8 @@ from ortcheck.strategies.mutations import MUTATIONS, resize_tensors, schema_chan
 pytestmark = pytest.mark.requires(Capability.IO_SCHEMA)
 # what a recorded example may name: torch, collections and the container and enum types the strategies draw
 _EXAMPLE_NAMES = {"torch": torch, "collections": collections} | {
-    name: value for name, value in vars(containers).items() if isinstance(value, type) and value.__module__ == containers.__name__}
+    name: value for name, value in vars(containers).items()
+    if isinstance(value, type) and value.__module__ == containers.__name__}
 
 
 def _schema(impl, data):

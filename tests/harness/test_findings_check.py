@@ -9,8 +9,8 @@ NODE = "suites/test_nn_layers.py::test_layer_matches_eager[ortmodule-MaxPool1d]"
 
 
 def _collector(raises: str) -> _Collector:
-    finding = manifest.Finding(NODE.replace("[", "[[]"), "crashes", "x", "ortmodule.toml: finding #1", examples=("(x,)",),
-                               failure=FailurePattern.parse({"raises": raises}))
+    finding = manifest.Finding(NODE.replace("[", "[[]"), "crashes", "x", "ortmodule.toml: finding #1",
+                               examples=("(x,)",), failure=FailurePattern.parse({"raises": raises}))
     return _Collector({"ortmodule": [finding]})
 
 
