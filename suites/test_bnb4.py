@@ -85,7 +85,7 @@ def train_adamw(stack: LayerStack, module: torch.nn.Module, run: str, steps: int
     return losses
 
 
-def check_training(impl, options, stack: LayerStack, seed: int, steps: int) -> None:
+def check_training(impl, options, stack: LayerStack, seed: int, steps: int = 1) -> None:
     eager = stack.build_module(seed).to(options.device)
     before = packed_state(eager)
     assert before, f"{stack.describe()} has no 4-bit layer"
@@ -102,7 +102,7 @@ def check_training(impl, options, stack: LayerStack, seed: int, steps: int) -> N
 
 
 def test_adamw_trains_like_eager_and_leaves_4bit_weights_bit_identical(impl, options, manifest_examples):
-    for text in manifest_examples:  # (LayerStack(...), seed, steps)
+    for text in manifest_examples:  # (LayerStack(...), seed[, steps]): an entry's stack examples serve here too
         check_training(impl, options, *stack_example(text))
     sizes = block_sizes(impl)
 

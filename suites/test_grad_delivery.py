@@ -130,8 +130,10 @@ def check_hooks(impl, options, stack: LayerStack, seed: int) -> None:
 
 
 
-def test_hooks_fire_once_per_backward_with_eagers_gradients(impl, options):
+def test_hooks_fire_once_per_backward_with_eagers_gradients(impl, options, manifest_examples):
     """Hooks on the parameters and on the wrapped module itself."""
+    for text in manifest_examples:  # (LayerStack(...), seed)
+        check_hooks(impl, options, *stack_example(text))
     drawn(check_hooks)(impl, options)
 
 
@@ -150,9 +152,11 @@ def check_block_hooks(impl, options, stack: LayerStack, seed: int) -> None:
 
 
 
-def test_backward_hooks_on_blocks_fire_as_in_eager_or_are_refused_by_name(impl, options):
+def test_backward_hooks_on_blocks_fire_as_in_eager_or_are_refused_by_name(impl, options, manifest_examples):
     """Full backward hooks on the blocks inside the wrapped module: they fire once per backward as in
     eager, or forward raises an error naming the hook. Silently never firing fails."""
+    for text in manifest_examples:  # (LayerStack(...), seed)
+        check_block_hooks(impl, options, *stack_example(text))
     drawn(check_block_hooks)(impl, options)
 
 
@@ -191,8 +195,8 @@ def test_post_accumulate_hooks_fire_in_eagers_dependency_order(impl, options, ma
 # ---- accumulation
 
 
-def check_accumulation(impl, options, stack: LayerStack, seed: int, micro_batches: int, set_to_none: bool,
-                       frozen: frozenset[int]) -> None:
+def check_accumulation(impl, options, stack: LayerStack, seed: int, micro_batches: int = 1, set_to_none: bool = True,
+                       frozen: frozenset[int] = frozenset()) -> None:
     eager = stack.build_module(seed).to(options.device)
     for index, p in enumerate(eager.parameters()):
         p.requires_grad_(index not in frozen)
@@ -210,7 +214,9 @@ def check_accumulation(impl, options, stack: LayerStack, seed: int, micro_batche
 
 
 
-def test_micro_batches_accumulate_to_eagers_sum(impl, options):
+def test_micro_batches_accumulate_to_eagers_sum(impl, options, manifest_examples):
+    for text in manifest_examples:  # (LayerStack(...), seed[, micro_batches, set_to_none, frozen])
+        check_accumulation(impl, options, *stack_example(text))
     drawn(check_accumulation, micro_batches=st.integers(1, 3), set_to_none=st.booleans(),
           frozen=st.frozensets(st.integers(0, 5), max_size=2))(impl, options)
 
@@ -265,7 +271,9 @@ def check_autograd_api(impl, options, stack: LayerStack, seed: int) -> None:
 
 
 
-def test_autograd_grad_retain_graph_and_input_gradients_match_eager(impl, options):
+def test_autograd_grad_retain_graph_and_input_gradients_match_eager(impl, options, manifest_examples):
+    for text in manifest_examples:  # (LayerStack(...), seed)
+        check_autograd_api(impl, options, *stack_example(text))
     drawn(check_autograd_api)(impl, options)
 
 

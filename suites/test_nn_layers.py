@@ -25,6 +25,7 @@ from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
 from ortcheck.impls import Capability
 from ortcheck.profiles import costly
 from ortcheck.strategies.nn_layers import LAYERS, NAMES, Example
+from ortcheck.strategies.nn_layers import blocks, wrappers
 from ortcheck.strategies.nn_layers.drawn import Input, make
 
 pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
@@ -82,11 +83,17 @@ def check_layer(impl, options, layer: str, drawn: Example, seed: int) -> None:
     assert_matches_oracle(results, path=layer)
 
 
+# what a recorded example may name: the layers and the wrappers and blocks the strategies build with
+_EXAMPLE_NAMES = {"nn": nn, "torch": torch, "make": make, "Input": Input} | {
+    name: value for module in (wrappers, blocks) for name, value in vars(module).items()
+    if isinstance(value, type) and issubclass(value, nn.Module) and value.__module__ == module.__name__}
+
+
 @pytest.mark.parametrize("layer", NAMES)
 def test_layer_matches_eager(impl, options, layer, manifest_examples):
-    for text in manifest_examples:  # "(Build, (Input, ...), seed)": known failing draws of the implementation
-        build, inputs, seed = eval(text, {"nn": nn, "torch": torch, "make": make, "Input": Input})
-        check_layer(impl, options, layer, Example(build, inputs), seed)
+    for text in manifest_examples:  # "(Build, (Input, ...), seed[, eval])": known failing draws of the implementation
+        build, inputs, seed, *mode = eval(text, _EXAMPLE_NAMES)
+        check_layer(impl, options, layer, Example(build, inputs, *mode), seed)
 
     @costly(0.2)
     @given(drawn=LAYERS[layer], seed=SEEDS)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from ortcheck import failures, impls, machine, manifest
+from ortcheck.report.collector import impl_of
 
 MARGIN = 4.0
 SUITES = Path(__file__).resolve().parents[2] / "suites"
@@ -67,7 +68,8 @@ class _Collector:
     def pytest_runtest_logreport(self, report):
         if report.when != "call" and not (report.failed or report.skipped):
             return
-        impl = dict(report.user_properties).get("ortcheck_impl")
+        # a crashed worker's report (xdist builds it) carries no properties of the item: the id names the impl
+        impl = dict(report.user_properties).get("ortcheck_impl") or impl_of(report.nodeid)
         finding = manifest.first_match(self.findings.get(impl, []), report.nodeid)
         if finding is None:
             return
