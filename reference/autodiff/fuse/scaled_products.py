@@ -32,16 +32,15 @@ def fold_scales_into_products(model: onnx.ModelProto) -> onnx.ModelProto:
         value, factor = scaled
         readers = facts.readers.get(node.output[0], [])
         products = [facts.producers.get(value)] if facts.only_reader(value, node) else []
-        if products and _product(facts, products[0]) and not any(id(p) in scales for p in products):
-            scales[id(products[0])] = factor  # the result scaled: the product writes the Mul's output
+        if products and _product(facts, products[0]):
+            scales[id(products[0])] = scales.get(id(products[0]), 1.0) * factor  # the product writes the result
             products[0].output[0] = node.output[0]
             node.op_type = ""  # dropped below
         elif readers and node.output[0] not in facts.outputs and all(
                 _product(facts, r) and list(r.input).count(node.output[0]) == 1 and node.output[0] in r.input[:2]
-                and id(r) not in scales
                 for r in readers):
             for reader in readers:
-                scales[id(reader)] = factor
+                scales[id(reader)] = scales.get(id(reader), 1.0) * factor
             renamed[node.output[0]] = value
             node.op_type = ""
     nodes = []
