@@ -15,6 +15,7 @@ from reference.autodiff.fuse.common_subexpressions import share_common_subexpres
 from reference.autodiff.fuse.scaled_products import fold_scales_into_products
 from reference.autodiff.fuse.transposed_operands import fold_transposed_operands
 from reference.autodiff.fuse.transposed_results import fold_transposed_results
+from reference.runtime import threads
 
 F64 = TensorProto.DOUBLE
 
@@ -32,7 +33,8 @@ def model(nodes, inputs, outputs, initializers=()):
 
 
 def run(proto, feeds):
-    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    options = threads.configure(ort.SessionOptions())  # the process's pool once the reference made one
+    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
     return session.run(None, feeds)
 
 
