@@ -6,8 +6,12 @@ the ratios, not the seconds, are the result. Target: reference <= 1.2x eager ste
 first step (export + gradient build + sessions) <= 1.8 s.
 
     python bench/step_time.py [--impl reference,ortmodule] [--rounds 5] [--steps 4] [--device cuda] [--json out.json]
+                              [--beside PYTHON]
 
-On CUDA each step ends with a synchronization, so a step's time includes its kernels.
+On CUDA each step ends with a synchronization, so a step's time includes its kernels. The reference
+and the real ORTModule need different stacks: ``--beside PYTHON`` (in ort119: the modern env's
+interpreter) then measures the reference there right after, same settings, each against its own
+stack's eager, and prints both ratios side by side (issue 33; ``tox -e bench-ort119`` does).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -104,6 +109,7 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch and onnxruntime intra-op threads")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--beside", metavar="PYTHON", help="also measure the reference with this interpreter")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     wanted = [name for name in args.impl.split(",") if name and name != "eager"]
@@ -122,10 +128,27 @@ def main(argv=None) -> int:
     for name, row in results.items():
         row["ratio_to_eager"] = row["median_step_s"] / eager
         print(f"{name:<10} {row['median_step_s']:>11.3f}s {row['ratio_to_eager']:>6.2f}x {row['first_step_s']:>10.2f}s")
+    if args.beside:
+        results["beside"] = beside(args)
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"config": vars(args), "results": results}, handle, indent=2)
+            json.dump({"config": vars(args), "torch": torch.__version__, "results": results}, handle, indent=2)
     return 0
+
+
+def beside(args: argparse.Namespace) -> dict:
+    """The reference's ratio measured by ``args.beside`` with the same settings, printed beside ours."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "beside.json")
+        subprocess.run([args.beside, __file__, "--impl", "reference", "--rounds", str(args.rounds), "--steps",
+                        str(args.steps), "--threads", str(args.threads), "--device", args.device, "--json", path],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(path) as handle:
+            theirs = json.load(handle)
+    print(f"\nbeside it, {args.beside} (torch {theirs['torch']}), measured right after:")
+    for name, row in theirs["results"].items():
+        print(f"{name:<10} {row['median_step_s']:>11.3f}s {row['ratio_to_eager']:>6.2f}x {row['first_step_s']:>10.2f}s")
+    return theirs
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from reference.autodiff.accumulate import GradientSums
 from reference.autodiff.activity import values_needing_gradients
 from reference.autodiff.context import GradientContext
 from reference.autodiff.forward import ForwardModel
+from reference.autodiff.fuse import fuse
 from reference.autodiff.grad_node import MIN_OPSET, GradNode, node_name
 from reference.autodiff.names import UniqueNames, graph_names
 from reference.autodiff.registry import rule_for
@@ -69,9 +70,10 @@ def build_gradient_graphs(model: onnx.ModelProto, requires_grad: Sequence[str]) 
     stashed = tuple(sorted(ctx.stashed, key=order.__getitem__))
     inputs_needed = tuple(name for name in forward.input_names if name in set(ctx.needed_inputs))
     forward_proto = assemble.forward_model(forward, stashed)
-    backward_proto = assemble.backward_model(
+    # Fused here, before the memory optimizer plans: every recompute level then runs this graph.
+    backward_proto = fuse(assemble.backward_model(
         forward, ctx, forward_proto, output_grads, inputs_needed, stashed, input_grads
-    )
+    ))
     return GradientGraphs(
         forward_proto, backward_proto, tuple(output_grads.values()), inputs_needed, stashed, input_grads
     )

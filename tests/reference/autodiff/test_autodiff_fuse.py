@@ -1,0 +1,186 @@
+"""The backward-graph rewrites (reference/autodiff/fuse), each on a hand-built float64 graph: it
+removes the kernels it is for, leaves what it must not touch, and computes the same values
+(bit for bit where the rewrite claims so, else within float64 rounding of numpy's result); then
+attention and Linear gradients in float64 through the whole builder, fused."""
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+import torch.nn.functional as F
+from onnx import TensorProto, helper, numpy_helper
+
+from reference.autodiff.fuse import REWRITES, fuse
+from reference.autodiff.fuse.common_subexpressions import share_common_subexpressions
+from reference.autodiff.fuse.scaled_products import fold_scales_into_products
+from reference.autodiff.fuse.transposed_operands import fold_transposed_operands
+from reference.autodiff.fuse.transposed_results import fold_transposed_results
+from reference.runtime import threads
+
+F64 = TensorProto.DOUBLE
+
+
+def node(op, inputs, outputs, **attrs):
+    return helper.make_node(op, inputs, outputs, **attrs)
+
+
+def model(nodes, inputs, outputs, initializers=()):
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, F64, s) for n, s in inputs.items()],
+                              [onnx.ValueInfoProto(name=n) for n in outputs],
+                              initializer=[numpy_helper.from_array(np.asarray(v, dtype=np.float64), k)
+                                           for k, v in dict(initializers).items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
+
+
+def run(proto, feeds):
+    options = threads.configure(ort.SessionOptions())  # the process's pool once the reference made one
+    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def ops(proto):
+    return sorted(n.op_type for n in proto.graph.node)
+
+
+def values(*shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape) for shape in shapes]
+
+
+def test_common_subexpressions_merge_identical_nodes_bit_for_bit():
+    proto = model([node("Flatten", ["x"], ["f1"], axis=2), node("Flatten", ["x"], ["f2"], axis=2),
+                   node("Flatten", ["x"], ["f3"], axis=1),  # another attribute: kept
+                   node("Exp", ["f1"], ["e1"]), node("Exp", ["f2"], ["e2"]),  # equal once f1 and f2 are one
+                   node("Add", ["e1", "e2"], ["s"]), node("ReduceSum", ["f3"], ["r"]), node("Mul", ["s", "r"], ["y"]),
+                   node("Exp", ["f1"], ["out2"])],  # a graph output keeps its producer
+                  {"x": [2, 3, 4]}, ["y", "out2"])
+    fused = share_common_subexpressions(proto)
+    assert ops(fused) == ["Add", "Exp", "Exp", "Flatten", "Flatten", "Mul", "ReduceSum"]
+    (x,) = values([2, 3, 4])
+    for got, want in zip(run(fused, {"x": x}), run(proto, {"x": x})):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_common_subexpressions_never_merge_random_nodes():
+    proto = model([node("RandomNormalLike", ["x"], ["a"]), node("RandomNormalLike", ["x"], ["b"]),
+                   node("Sub", ["a", "b"], ["y"])], {"x": [3]}, ["y"])
+    assert ops(share_common_subexpressions(proto)) == ["RandomNormalLike", "RandomNormalLike", "Sub"]
+
+
+@pytest.mark.parametrize("shapes, perms, product", [
+    (([3, 4, 5], [3, 4, 2]), ([0, 2, 1], None), "FusedMatMul"),   # A transposed, batched
+    (([6, 5], [3, 4, 5]), (None, [0, 2, 1]), "FusedMatMul"),      # B transposed, broadcast batch
+    (([2, 3, 5, 4], [2, 3, 6, 5]), ([0, 1, 3, 2], [0, 1, 3, 2]), "FusedMatMul"),  # both
+    (([5, 4], [6, 5]), ([1, 0], [1, 0]), "Gemm"),                   # 2-D: a plain Gemm
+    (([4, 5], [6, 5]), (None, []), "Gemm"),                         # the default perm of a 2-D Transpose
+])
+def test_transposed_operands_fold_into_the_product(shapes, perms, product):
+    nodes, names = [], []
+    for name, perm in zip("ab", perms):
+        if perm is None:
+            names.append(name)
+            continue
+        nodes.append(node("Transpose", [name], [f"{name}t"], **({"perm": perm} if perm else {})))
+        names.append(f"{name}t")
+    proto = model(nodes + [node("MatMul", names, ["y"])], dict(zip("ab", shapes)), ["y"])
+    fused = fold_transposed_operands(proto)
+    assert ops(fused) == [product]
+    a, b = values(*shapes)
+    want = np.matmul(*(np.swapaxes(v, -1, -2) if p is not None else v for v, p in zip((a, b), perms)))
+    np.testing.assert_allclose(run(fused, {"a": a, "b": b})[0], want, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("perm, shapes", [
+    ([0, 2, 1, 3], ([2, 3, 5, 4], [2, 3, 4, 6])),  # not the last two axes
+    ([1, 0], ([5], [5, 6])),                        # a 1-D operand promotes: not rewritten
+])
+def test_transposed_operands_leave_other_transposes(perm, shapes):
+    proto = model([node("Transpose", ["b"], ["bt"], perm=perm), node("MatMul", ["a", "bt"], ["y"])],
+                  dict(zip("ab", shapes)), ["y"])
+    assert ops(fold_transposed_operands(proto)) == ["MatMul", "Transpose"]
+
+
+def test_transposed_operands_keep_a_transpose_other_nodes_read():
+    proto = model([node("Transpose", ["a"], ["at"], perm=[0, 2, 1]), node("MatMul", ["at", "b"], ["y"]),
+                   node("Exp", ["at"], ["z"])], {"a": [3, 4, 5], "b": [3, 4, 2]}, ["y", "z"])
+    fused = fold_transposed_operands(proto)
+    assert ops(fused) == ["Exp", "FusedMatMul", "Transpose"]
+    a, b = values([3, 4, 5], [3, 4, 2])
+    for got, want in zip(run(fused, {"a": a, "b": b}), run(proto, {"a": a, "b": b})):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("product, perm, shapes, left", [
+    (node("Gemm", ["a", "b"], ["p"], transA=1), [1, 0], ([5, 4], [5, 6]), ["Gemm"]),  # a Linear's dW
+    (node("Gemm", ["a", "b"], ["p"], transB=1, alpha=0.5), [1, 0], ([4, 5], [6, 5]), ["Gemm"]),
+    (node("MatMul", ["a", "b"], ["p"]), [0, 2, 1], ([3, 4, 5], [5, 6]), ["FusedMatMul"]),
+    (node("MatMul", ["a", "b"], ["p"]), [0, 3, 1, 2], ([2, 3, 5, 4], [2, 3, 4, 6]), ["FusedMatMul", "Transpose"]),
+])
+def test_transposed_results_swap_the_operands(product, perm, shapes, left):
+    proto = model([product, node("Transpose", ["p"], ["y"], perm=perm)], dict(zip("ab", shapes)), ["y"])
+    fused = fold_transposed_results(proto)
+    assert ops(fused) == left
+    a, b = values(*shapes)
+    np.testing.assert_allclose(run(fused, {"a": a, "b": b})[0], run(proto, {"a": a, "b": b})[0],
+                               rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("nodes, reason", [
+    ([node("MatMul", ["a", "b"], ["p"]), node("Transpose", ["p"], ["y"], perm=[1, 0, 2, 3])], "keeps the last axis"),
+    ([node("MatMul", ["a", "b"], ["p"]), node("Transpose", ["p"], ["y"], perm=[0, 2, 3, 1])], "strided either way"),
+    ([node("MatMul", ["a", "b"], ["p"]), node("Transpose", ["p"], ["y"], perm=[0, 1, 3, 2]),
+      node("Exp", ["p"], ["z"])], "the product is read elsewhere"),
+])
+def test_transposed_results_leave_what_does_not_pay(nodes, reason):
+    proto = model(nodes, {"a": [2, 3, 5, 4], "b": [2, 3, 4, 6]}, [n.output[0] for n in nodes[1:]])
+    assert ops(fold_transposed_results(proto)) == ops(proto), reason
+
+
+def test_scales_fold_into_products_bit_for_bit():
+    """The attention gradient's ``Div(g, 8)`` read by two products, one of whose results is then
+    halved, and a scale that is no power of two (kept)."""
+    proto = model([node("Div", ["g", "eight"], ["gs"]),
+                   node("MatMul", ["gs", "k"], ["dq"]),
+                   node("Transpose", ["q"], ["qt"], perm=[0, 2, 1]), node("MatMul", ["qt", "gs"], ["dk"]),
+                   node("Mul", ["dk", "half"], ["dk_half"]),
+                   node("Mul", ["three", "dq"], ["dq_three"])],
+                  {"g": [3, 4, 4], "k": [3, 4, 5], "q": [3, 4, 6]}, ["dq_three", "dk_half"],
+                  {"eight": 8.0, "half": [0.5], "three": 3.0})
+    fused = fold_scales_into_products(fold_transposed_operands(proto))
+    assert ops(fused) == ["FusedMatMul", "FusedMatMul", "Mul"]
+    alphas = sorted(a.f for n in fused.graph.node for a in n.attribute if a.name == "alpha")
+    assert alphas == [0.0625, 0.125]  # 1/8 and 1/8 · 1/2
+    g, k, q = values([3, 4, 4], [3, 4, 5], [3, 4, 6])
+    feeds = {"g": g, "k": k, "q": q}
+    for got, want in zip(run(fused, feeds), run(proto, feeds)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_scales_stay_where_something_else_reads_them():
+    proto = model([node("Mul", ["g", "quarter"], ["gs"]), node("MatMul", ["gs", "k"], ["y"]),
+                   node("Exp", ["gs"], ["z"])], {"g": [3, 4], "k": [4, 5]}, ["y", "z"], {"quarter": 0.25})
+    assert ops(fold_scales_into_products(proto)) == ops(proto)
+
+
+def test_the_loop_runs_every_rewrite_and_refuses_unknown_names():
+    assert list(REWRITES) == ["common_subexpressions", "transposed_operands", "transposed_results", "scaled_products"]
+    with pytest.raises(ValueError, match="unknown rewrites"):
+        fuse(model([], {}, []), skip=["no_such_rewrite"])
+
+
+def attention(q, k, v):
+    return F.softmax(q @ k.transpose(-1, -2) / 8, dim=-1) @ v
+
+
+@pytest.mark.parametrize("fn, args, wrt, absent", [
+    (attention, [torch.randn(2, 3, 5, 4, dtype=torch.float64) for _ in range(3)], (0, 1, 2), {"Transpose", "Div"}),
+    (lambda x, w: F.linear(x, w).transpose(-1, -2), [torch.randn(2, 5, 4, dtype=torch.float64),
+                                                      torch.randn(6, 4, dtype=torch.float64)], (0, 1), {"MatMul"}),
+], ids=["attention", "linear_transposed"])
+def test_fused_gradients_in_float64(fn, args, wrt, absent, harness):
+    """Through the whole builder: the gradients hold against autograd at float64 tolerances and
+    the backward graph has none of the kernels the rewrites fold away."""
+    torch.manual_seed(0)
+    runner = harness.check_gradients(fn, args, wrt_args=wrt, dynamic=False)  # static: no batch reductions between
+    backward_ops = set(harness.op_types(runner.graphs.backward))
+    assert "FusedMatMul" in backward_ops and not absent & backward_ops, backward_ops
