@@ -101,6 +101,13 @@ ARCHITECTURES = {a.name: a for a in (
                  # matmul has no float64 kernel, which the oracle's float64 runs need
                  _decoder(intermediate_size=32, num_key_value_heads=1, sliding_window=None, num_local_experts=4,
                           num_experts_per_tok=2, experts_implementation="eager"), None),
+    Architecture("qwen2_moe", "Qwen2MoeConfig", "Qwen2MoeForCausalLM",
+                 # eight experts (a small batch routes to only some of them) beside a shared expert
+                 # behind a sigmoid gate; the router's load-balancing loss joins the loss; eager attention
+                 # (as the first architectures: ORTModule reaches the experts) and eager experts
+                 _decoder(intermediate_size=32, num_key_value_heads=1, moe_intermediate_size=16,
+                          shared_expert_intermediate_size=16, num_experts=8, num_experts_per_tok=2,
+                          output_router_logits=True, experts_implementation="eager")),
     Architecture("gpt_neox", "GPTNeoXConfig", "GPTNeoXForCausalLM", _decoder(intermediate_size=32, rotary_pct=0.5),
                  None),
     Architecture("bart", "BartConfig", "BartForConditionalGeneration",
@@ -116,6 +123,17 @@ ARCHITECTURES = {a.name: a for a in (
                  (("embedding_size", 8), ("hidden_sizes", [8, 16]), ("depths", [1, 1]), ("layer_type", "basic"),
                   ("num_labels", CLASSES)), None, "images"),
 )}
+
+
+# Steps (seed, batch, length) on which a mixture of experts' routing changes: small batches reach
+# some of the eight experts, each another set (and count) than the step before.
+ROUTING_CHANGES = {"qwen2_moe": ((1, 2, 2), (5, 2, 2), (4, 2, 2), (0, 2, 8))}
+
+
+def experts_hit(router_logits, architecture: Architecture) -> tuple[tuple[int, ...], ...]:
+    """Per layer, the experts a batch's tokens were routed to (top-k of the router's logits)."""
+    k = dict(architecture.sizes)["num_experts_per_tok"]
+    return tuple(tuple(sorted(set(logits.topk(k, dim=-1).indices.flatten().tolist()))) for logits in router_logits)
 
 
 def token_ids(seed: int, batch: int, length: int) -> torch.Tensor:
