@@ -214,7 +214,7 @@ class ReferenceModule(torch.nn.Module):
             exported = self._compiled[self.training].exported
             if state.sizes is None and exported.keyed_by_sizes:
                 state = state.keyed_by_sizes(tensors)
-            graphs = graphs.recorded(dataclasses.replace(state, data=exported.guard_values or None))
+            graphs = graphs.recorded(dataclasses.replace(state, guard_values=exported.guard_values or None))
         if transition.build_gradient:
             compile_stage.build(self._compiled[self.training], state, trainable, tensors, self._options)
             self._counters.gradient_builds += 1
@@ -226,13 +226,13 @@ class ReferenceModule(torch.nn.Module):
         """``state`` with the guards' values for this call, where the graph has guards (the values its
         trace baked into control flow); computed only where nothing else already asks for an export."""
         previous = self._graphs.built_for(self.training)
-        if built is None or previous is None or previous.data is None:
+        if built is None or previous is None or previous.guard_values is None:
             return state
-        state = dataclasses.replace(state, data=previous.data)
+        state = dataclasses.replace(state, guard_values=previous.guard_values)
         if decide(previous, state, torch.is_grad_enabled()).export:
             return state
         values = compile_stage.guard_values(built, [*tensors, *self._state_tensors(built)])
-        return dataclasses.replace(state, data=values)
+        return dataclasses.replace(state, guard_values=values)
 
     def _device(self) -> str:
         """Where the wrapped module lives now (``.to()`` moves it), else where the options put it."""

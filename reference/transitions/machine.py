@@ -12,7 +12,7 @@ A graph whose outputs hold Python values (a ``str`` such as ``f"batch{x.shape[0]
 dynamically; a graph holding a recurrence unrolled over the traced length fits that length only.
 The state of either records the sizes too (``sizes``), and new sizes re-export. A graph whose trace
 turned values into Python control flow (a mixture of experts' routing: which experts, how many)
-fits the calls that recompute the same values (``data``, :mod:`reference.export.data_guards`):
+fits the calls that recompute the same values (``guard_values``, :mod:`reference.export.data_guards`):
 another value re-exports.
 
 Graphs are cached per mode, like ORTModule's training and inference managers: returning to a mode
@@ -53,7 +53,7 @@ class GraphState:
     module_version: int = 0                  # bumped by every attribute set through the wrapper
     memory_options: tuple = ()               # memory options: optimizer level and config, gradient delivery
     sizes: tuple | None = None               # per user tensor, where the graph returns Python values
-    data: tuple | None = None                # the graph's guard values, where its trace baked values in
+    guard_values: tuple | str | None = None  # where the trace baked values in: the graph's guards for this call
 
     @classmethod
     def of_call(cls, module, tensors, schema: Schema, device: str, module_version: int = 0,
@@ -82,7 +82,7 @@ class Transition:
 REUSE = Transition(False, False, REUSED)
 # A device move changes the inputs' device too: naming the device is the more useful reason.
 _EXPORT_CHECKS = (("device", DEVICE_CHANGED), ("schema", SCHEMA_CHANGED), ("training", MODE_CHANGED),
-                  ("module_version", MODULE_CHANGED), ("sizes", SIZES_CHANGED), ("data", DATA_CHANGED))
+                  ("module_version", MODULE_CHANGED), ("sizes", SIZES_CHANGED), ("guard_values", DATA_CHANGED))
 
 
 def decide(previous: GraphState | None, current: GraphState, grad_enabled: bool = True) -> Transition:
