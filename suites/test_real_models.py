@@ -13,7 +13,7 @@ float32 rounding, and AdamW's normalisation turns gradient differences far below
 learning-rate steps: AdamW runs are judged by the first step's gradients (no update has happened
 yet) and by the loss curve's envelope (``assert_curve_matches_oracle``: each step's bound is the
 largest eager-to-float64 distance so far), at a learning rate of 1e-3. A mixture of experts also
-trains on small batches whose routing changes from step to step. Needs ``transformers``
+trains on two small batches routed to other experts, or to another number of them. Needs ``transformers``
 (``ortcheck[models]``); without it the suite is skipped with the install command.
 """
 from __future__ import annotations
@@ -50,17 +50,46 @@ def test_tiny_architecture_trains_with_adamw_like_eager(impl, options, architect
                                 what=f"{architecture} AdamW loss")
 
 
-@pytest.mark.parametrize("architecture", list(hf.ROUTING_CHANGES))
-def test_routing_that_changes_between_steps_trains_like_eager(impl, options, architecture):
-    """A mixture of experts routes each batch's tokens to some of its experts: small batches reach
-    other experts, and other numbers of them, than the batch before (same shapes: no new schema).
-    A pipeline that froze the routing it traced would send tokens to the wrong experts or fail.
-    Every step's loss and gradients must be eager's."""
-    steps = hf.ROUTING_CHANGES[architecture]
+ROUTING = {"other experts": lambda first, then: first != then and list(map(len, first)) == list(map(len, then)),
+           "another number of experts": lambda first, then: list(map(len, first)) != list(map(len, then))}
+
+
+@pytest.mark.parametrize("change", list(ROUTING))
+@pytest.mark.parametrize("architecture", list(hf.ROUTED))
+def test_routing_that_changes_between_steps_trains_like_eager(impl, options, architecture, change):
+    """A mixture of experts routes each batch's tokens to some of its experts. Two SGD steps on
+    batches of the same shape (no new schema) whose routing differs in every way a traced graph
+    can freeze: the same number of experts in every layer but others, or another number. Eager
+    picks the second batch (the first seed whose routing differs so after the first step), so the
+    property holds whatever weights a transformers version initialises. A pipeline that froze the
+    routing it traced sends tokens to the wrong experts or fails; every step's loss and gradients
+    must be eager's."""
+    steps = ((0, *ROUTED_SHAPE), (_second_batch(architecture, ROUTING[change]), *ROUTED_SHAPE))
     losses, grads, routes = _train(impl, options, architecture, "sgd", steps)
-    assert len(set(routes)) > 1, f"{architecture}: every step hit the same experts {routes[0]}: nothing changed"
+    assert ROUTING[change](*routes), f"{architecture}: experts hit per layer {routes} (wanted {change})"
     assert_matches_oracle(grads, path=f"{architecture}: gradients per step")
     assert_matches_oracle(losses, path=f"{architecture}: loss per step")
+
+
+ROUTED_SHAPE = (2, 2)  # 4 tokens, 2 experts each, of 8: some experts stay idle
+
+
+def _second_batch(architecture: str, wanted, tries: int = 40) -> int:
+    """The first seed whose batch eager routes as ``wanted`` against seed 0's, after a step on seed 0."""
+    arch = hf.ARCHITECTURES[architecture]
+    model = arch.build(seed=0)
+    first = _routes(model, arch, 0)
+    model(**arch.example(0, *ROUTED_SHAPE)).loss.backward()
+    OPTIMIZERS["sgd"](model.parameters()).step()
+    for seed in range(1, tries):
+        if wanted(first, _routes(model, arch, seed)):
+            return seed
+    raise AssertionError(f"{architecture}: none of {tries} batches routes as wanted")
+
+
+def _routes(model, arch, seed):
+    with torch.no_grad():
+        return hf.experts_hit(model(**arch.example(seed, *ROUTED_SHAPE)).router_logits, arch)
 
 
 def _train(impl, options, architecture, optimizer, steps=tuple((step, *shape) for step, shape in enumerate(SHAPES))):

@@ -2,11 +2,12 @@
 
 Each architecture is its config and model class with the smallest sizes that keep its structure
 (2 layers, 2 heads, hidden 16, vocab 64): grouped-query attention where the architecture has it,
-rotary (partial too) or learned positions, tied or untied heads, mixture of experts, encoder-decoders,
-encoders, and vision models on 8x8 images (a ViT, a ResNet with BatchNorm). Dropout is off, so a
-step is deterministic. The first architectures use the plain ("eager") attention, which every
-stack exports; the ``*_sdpa`` ones and every later family keep the family's default (sdpa: with
-grouped-query attention transformers 5 calls ``scaled_dot_product_attention(enable_gqa=True)``).
+rotary (partial too) or learned positions, tied or untied heads, mixtures of experts (Mixtral;
+Qwen2-MoE with a shared expert and its router's load-balancing loss), encoder-decoders, encoders,
+and vision models on 8x8 images (a ViT, a ResNet with BatchNorm). Dropout is off, so a step is
+deterministic. The first architectures and Qwen2-MoE use the plain ("eager") attention, which
+every stack exports; the ``*_sdpa`` ones and every other later family keep the family's default
+(sdpa: with grouped-query attention transformers 5 calls ``scaled_dot_product_attention(enable_gqa=True)``).
 ``transformers`` is the optional extra ``ortcheck[models]``.
 """
 from __future__ import annotations
@@ -125,9 +126,7 @@ ARCHITECTURES = {a.name: a for a in (
 )}
 
 
-# Steps (seed, batch, length) on which a mixture of experts' routing changes: small batches reach
-# some of the eight experts, each another set (and count) than the step before.
-ROUTING_CHANGES = {"qwen2_moe": ((1, 2, 2), (5, 2, 2), (4, 2, 2), (0, 2, 8))}
+ROUTED = ("qwen2_moe",)  # mixtures of experts that return their router logits (output_router_logits)
 
 
 def experts_hit(router_logits, architecture: Architecture) -> tuple[tuple[int, ...], ...]:
