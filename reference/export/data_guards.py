@@ -36,15 +36,16 @@ _VALUE_SIZED = frozenset({"aten::nonzero", "aten::nonzero_numpy", "aten::masked_
 class DataGuards(TorchFunctionMode):
     """Collects, while tracing, the tensors whose traced values the graph depends on as constants."""
 
-    def __init__(self):
+    def __init__(self, read_elsewhere: set[int] = frozenset()):
         super().__init__()
         self.tensors: list[torch.Tensor] = []
+        self._read_elsewhere = read_elsewhere  # ids of tensors whose read value the graph does not use
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if torch._C._get_tracing_state() is not None and args and isinstance(args[0], torch.Tensor):
-            if name in _VALUE_READS and _reads_values(args[0]):
+            if name in _VALUE_READS and id(args[0]) not in self._read_elsewhere and _reads_values(args[0]):
                 self.tensors.append(args[0].reshape(-1))
             elif name == "unbind" and _value_sized(args[0]):
                 self.tensors.append(torch._shape_as_tensor(args[0]))
@@ -57,8 +58,8 @@ class DataGuards(TorchFunctionMode):
 
 
 @contextlib.contextmanager
-def collected() -> Iterator[DataGuards]:
-    with DataGuards() as guards:
+def collected(read_elsewhere: set[int] = frozenset()) -> Iterator[DataGuards]:
+    with DataGuards(read_elsewhere) as guards:
         yield guards
 
 

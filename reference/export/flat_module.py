@@ -36,8 +36,8 @@ class FlatModule(torch.nn.Module):
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         args, kwargs = nested_io.unflatten(tensors, self.input_schema)
         before = {name: (id(b), b._version) for name, b in self.module.named_buffers()}
-        with traceable_norms(self.module), unrolled_recurrences() as recurrences, \
-                data_guards.collected() as self.guards:
+        norms = traceable_norms(self.module)
+        with norms, unrolled_recurrences() as recurrences, data_guards.collected(norms.read_elsewhere()) as self.guards:
             outputs, self.output_schema = nested_io.flatten(marked(self.module(*args, **kwargs)))
         self.unrolled = recurrences.used
         after = dict(self.module.named_buffers())

@@ -126,3 +126,12 @@ def test_a_branch_on_a_size_is_no_guard():
     assert wrapped._compiled[True].exported.guard_values == ()
     wrapped(torch.randn(5, 2))
     assert wrapped.counters().exports == 1
+
+
+def test_a_cumulative_batch_norms_counter_is_no_guard():
+    """``BatchNorm(momentum=None)`` reads ``float(num_batches_tracked)``, which the graph takes
+    from the traced buffer instead (reference.export.norms): no guard, no re-export per step."""
+    wrapped = ReferenceModule(torch.nn.BatchNorm1d(3, momentum=None))
+    for _ in range(3):
+        wrapped(torch.randn(4, 3))
+    assert wrapped._compiled[True].exported.guard_values == () and wrapped.counters().exports == 1
