@@ -126,6 +126,6 @@ def _subgraph_reads(node: onnx.NodeProto) -> list[str]:
     reads = []
     for attribute in node.attribute:
         for graph in [attribute.g, *attribute.graphs]:
-            reads += [value for inner in graph.node for value in inner.input if value]
-            reads += [value for inner in graph.node for sub in [inner] for value in _subgraph_reads(sub)]
+            for inner in graph.node:
+                reads += [value for value in inner.input if value] + _subgraph_reads(inner)
     return reads
