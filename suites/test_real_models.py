@@ -1,7 +1,7 @@
 """Property: tiny real transformer architectures train through the implementation as in eager.
 
-Each architecture of ``ortcheck.models.hf`` (20: decoders with and without grouped-query heads,
-a mixture of experts, partial rotary, encoder-decoders, encoders, a ViT and a ResNet; random
+Each architecture of ``ortcheck.models.hf`` (21: decoders with and without grouped-query heads,
+two mixtures of experts, partial rotary, encoder-decoders, encoders, a ViT and a ResNet; random
 weights, no downloads) takes SGD steps on token batches (or 8x8 images) with ``labels`` (the model
 computes its own loss), the last at another batch size and sequence length. The float64 oracle
 judges every step's loss and the gradients of the first step. Models are built with
@@ -12,7 +12,8 @@ float32 even in the float64 run, so the oracle's estimate of eager's own error i
 float32 rounding, and AdamW's normalisation turns gradient differences far below that into whole
 learning-rate steps: AdamW runs are judged by the first step's gradients (no update has happened
 yet) and by the loss curve's envelope (``assert_curve_matches_oracle``: each step's bound is the
-largest eager-to-float64 distance so far), at a learning rate of 1e-3. Needs ``transformers``
+largest eager-to-float64 distance so far), at a learning rate of 1e-3. A mixture of experts also
+trains on two small batches routed to other experts, or to another number of them. Needs ``transformers``
 (``ortcheck[models]``); without it the suite is skipped with the install command.
 """
 from __future__ import annotations
@@ -36,37 +37,86 @@ OPTIMIZERS = {"sgd": lambda params: torch.optim.SGD(params, lr=0.1),
 
 @pytest.mark.parametrize("architecture", list(hf.ARCHITECTURES))
 def test_tiny_architecture_trains_like_eager(impl, options, architecture):
-    losses, first_grads = _train(impl, options, architecture, "sgd")
-    assert_matches_oracle(first_grads, path=f"{architecture}: gradients of the first step")
+    losses, grads, _ = _train(impl, options, architecture, "sgd")
+    assert_matches_oracle(_first(grads), path=f"{architecture}: gradients of the first step")
     assert_matches_oracle(losses, path=f"{architecture}: loss per step")
 
 
 @pytest.mark.parametrize("architecture", list(hf.ARCHITECTURES))
 def test_tiny_architecture_trains_with_adamw_like_eager(impl, options, architecture):
-    losses, first_grads = _train(impl, options, architecture, "adamw")
-    assert_matches_oracle(first_grads, path=f"{architecture}: gradients of the first step")
+    losses, grads, _ = _train(impl, options, architecture, "adamw")
+    assert_matches_oracle(_first(grads), path=f"{architecture}: gradients of the first step")
     assert_curve_matches_oracle({run: [loss.item() for loss in curve] for run, curve in losses.items()},
                                 what=f"{architecture} AdamW loss")
 
 
-def _train(impl, options, architecture, optimizer):
-    """Three steps of ``optimizer`` per run: (losses per run, the first step's gradients per run)."""
+ROUTING = {"other experts": lambda first, then: first != then and list(map(len, first)) == list(map(len, then)),
+           "another number of experts": lambda first, then: list(map(len, first)) != list(map(len, then))}
+
+
+@pytest.mark.parametrize("change", list(ROUTING))
+@pytest.mark.parametrize("architecture", list(hf.ROUTED))
+def test_routing_that_changes_between_steps_trains_like_eager(impl, options, architecture, change):
+    """A mixture of experts routes each batch's tokens to some of its experts. Two SGD steps on
+    batches of the same shape (no new schema) whose routing differs in every way a traced graph
+    can freeze: the same number of experts in every layer but others, or another number. Eager
+    picks the second batch (the first seed whose routing differs so after the first step), so the
+    property holds whatever weights a transformers version initialises. A pipeline that froze the
+    routing it traced sends tokens to the wrong experts or fails; every step's loss and gradients
+    must be eager's."""
+    steps = ((0, *ROUTED_SHAPE), (_second_batch(architecture, ROUTING[change]), *ROUTED_SHAPE))
+    losses, grads, routes = _train(impl, options, architecture, "sgd", steps)
+    assert ROUTING[change](*routes), f"{architecture}: experts hit per layer {routes} (wanted {change})"
+    assert_matches_oracle(grads, path=f"{architecture}: gradients per step")
+    assert_matches_oracle(losses, path=f"{architecture}: loss per step")
+
+
+ROUTED_SHAPE = (2, 2)  # 4 tokens, 2 experts each, of 8: some experts stay idle
+
+
+def _second_batch(architecture: str, wanted, tries: int = 40) -> int:
+    """The first seed whose batch eager routes as ``wanted`` against seed 0's, after a step on seed 0."""
+    arch = hf.ARCHITECTURES[architecture]
+    model = arch.build(seed=0)
+    first = _routes(model, arch, 0)
+    model(**arch.example(0, *ROUTED_SHAPE)).loss.backward()
+    OPTIMIZERS["sgd"](model.parameters()).step()
+    for seed in range(1, tries):
+        if wanted(first, _routes(model, arch, seed)):
+            return seed
+    raise AssertionError(f"{architecture}: none of {tries} batches routes as wanted")
+
+
+def _routes(model, arch, seed):
+    with torch.no_grad():
+        return hf.experts_hit(model(**arch.example(seed, *ROUTED_SHAPE)).router_logits, arch)
+
+
+def _train(impl, options, architecture, optimizer, steps=tuple((step, *shape) for step, shape in enumerate(SHAPES))):
+    """One step of ``optimizer`` per (seed, batch, length) in ``steps``, for each run: (losses per run,
+    gradients per run and step, the experts eager's run hit per step where the model returns its
+    router logits)."""
     eager = hf.ARCHITECTURES[architecture].build(seed=0).to(options.device)
     modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options))
     optimizers = {run: OPTIMIZERS[optimizer]([p for p in module.parameters() if p.requires_grad])
                   for run, module in modules.items()}
-    losses, first_grads = {run: [] for run in RUNS}, {}
-    for step, (batch, length) in enumerate(SHAPES):
-        inputs = input_runs(hf.ARCHITECTURES[architecture].example(step, batch, length), seed=step, device=options.device)
+    losses, grads, routes = {run: [] for run in RUNS}, {run: [] for run in RUNS}, []
+    for step, (seed, batch, length) in enumerate(steps):
+        inputs = input_runs(hf.ARCHITECTURES[architecture].example(seed, batch, length), seed=seed, device=options.device)
         for run in RUNS:
             optimizers[run].zero_grad(set_to_none=True)
-            loss = modules[run](**inputs[run]).loss
-            loss.backward()
-            if step == 0:
-                first_grads[run] = {name: p.grad for name, p in modules[run].named_parameters()}
+            out = modules[run](**inputs[run])
+            out.loss.backward()
+            if run == "eager" and getattr(out, "router_logits", None):
+                routes.append(hf.experts_hit(out.router_logits, hf.ARCHITECTURES[architecture]))
+            grads[run].append({name: p.grad for name, p in modules[run].named_parameters()})
             optimizers[run].step()
-            losses[run].append(loss.detach())
-    return losses, first_grads
+            losses[run].append(out.loss.detach())
+    return losses, grads, routes
+
+
+def _first(grads):
+    return {run: per_step[0] for run, per_step in grads.items()}
 
 
 def test_a_causal_lm_with_its_cache_on_passes_the_cache_through(impl, options):

@@ -2,11 +2,12 @@
 
 Each architecture is its config and model class with the smallest sizes that keep its structure
 (2 layers, 2 heads, hidden 16, vocab 64): grouped-query attention where the architecture has it,
-rotary (partial too) or learned positions, tied or untied heads, mixture of experts, encoder-decoders,
-encoders, and vision models on 8x8 images (a ViT, a ResNet with BatchNorm). Dropout is off, so a
-step is deterministic. The first architectures use the plain ("eager") attention, which every
-stack exports; the ``*_sdpa`` ones and every later family keep the family's default (sdpa: with
-grouped-query attention transformers 5 calls ``scaled_dot_product_attention(enable_gqa=True)``).
+rotary (partial too) or learned positions, tied or untied heads, mixtures of experts (Mixtral;
+Qwen2-MoE with a shared expert and its router's load-balancing loss), encoder-decoders, encoders,
+and vision models on 8x8 images (a ViT, a ResNet with BatchNorm). Dropout is off, so a step is
+deterministic. The first architectures and Qwen2-MoE use the plain ("eager") attention, which
+every stack exports; the ``*_sdpa`` ones and every other later family keep the family's default
+(sdpa: with grouped-query attention transformers 5 calls ``scaled_dot_product_attention(enable_gqa=True)``).
 ``transformers`` is the optional extra ``ortcheck[models]``.
 """
 from __future__ import annotations
@@ -101,6 +102,13 @@ ARCHITECTURES = {a.name: a for a in (
                  # matmul has no float64 kernel, which the oracle's float64 runs need
                  _decoder(intermediate_size=32, num_key_value_heads=1, sliding_window=None, num_local_experts=4,
                           num_experts_per_tok=2, experts_implementation="eager"), None),
+    Architecture("qwen2_moe", "Qwen2MoeConfig", "Qwen2MoeForCausalLM",
+                 # eight experts (a small batch routes to only some of them) beside a shared expert
+                 # behind a sigmoid gate; the router's load-balancing loss joins the loss; eager attention
+                 # (as the first architectures: ORTModule reaches the experts) and eager experts
+                 _decoder(intermediate_size=32, num_key_value_heads=1, moe_intermediate_size=16,
+                          shared_expert_intermediate_size=16, num_experts=8, num_experts_per_tok=2,
+                          output_router_logits=True, experts_implementation="eager")),
     Architecture("gpt_neox", "GPTNeoXConfig", "GPTNeoXForCausalLM", _decoder(intermediate_size=32, rotary_pct=0.5),
                  None),
     Architecture("bart", "BartConfig", "BartForConditionalGeneration",
@@ -116,6 +124,15 @@ ARCHITECTURES = {a.name: a for a in (
                  (("embedding_size", 8), ("hidden_sizes", [8, 16]), ("depths", [1, 1]), ("layer_type", "basic"),
                   ("num_labels", CLASSES)), None, "images"),
 )}
+
+
+ROUTED = ("qwen2_moe",)  # mixtures of experts that return their router logits (output_router_logits)
+
+
+def experts_hit(router_logits, architecture: Architecture) -> tuple[tuple[int, ...], ...]:
+    """Per layer, the experts a batch's tokens were routed to (top-k of the router's logits)."""
+    k = dict(architecture.sizes)["num_experts_per_tok"]
+    return tuple(tuple(sorted(set(logits.topk(k, dim=-1).indices.flatten().tolist()))) for logits in router_logits)
 
 
 def token_ids(seed: int, batch: int, length: int) -> torch.Tensor:

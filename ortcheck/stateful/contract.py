@@ -14,7 +14,12 @@ rules, per forward call:
 - otherwise, with grad enabled, the gradient graph alone is rebuilt when the inputs requiring grad,
   the trainable parameters or the memory options (``MEMORY_OPTIONS``: the memory optimizer's, and
   how gradients are delivered) differ (they rewrite the gradient graphs, never the export); under ``torch.no_grad()`` nothing is rebuilt for them;
-- each export or gradient build creates one new set of sessions; nothing falls back to eager.
+- each export or gradient build creates one new set of sessions; nothing falls back to eager;
+- where the values the module's forward turned into Python control flow
+  (``ortcheck.stateful.control_values``: a mixture of experts' experts hit) differ from those of
+  the call the graph was built for, the pipeline *may* instead re-export ("a value the trace turned
+  into control flow changed"): a graph that traced them fits them only. The oracle, not this
+  contract, judges whether a pipeline that did not re-export still computes the right values.
 """
 from __future__ import annotations
 
@@ -30,8 +35,10 @@ MODULE_CHANGED = "module attribute changed"
 INPUTS_GRAD_CHANGED = "inputs requiring grad changed"
 TRAINABLE_CHANGED = "trainable parameters changed"
 MEMORY_OPTIONS_CHANGED = "memory optimizer options changed"
+DATA_CHANGED = ("a value the trace turned into control flow changed (the graph is keyed by it: data-dependent "
+                "routing such as a mixture of experts' experts hit)")
 REUSED = "reuse: nothing changed"
-REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED,
+REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, DATA_CHANGED,
            INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
 COUNTERS = ("exports", "gradient_builds", "sessions", "fallbacks")
 # The options that shape the gradient graphs, not the export (the memory optimizer's level and
@@ -56,6 +63,7 @@ class Call:
     trainable: frozenset[str]
     grad_enabled: bool = True
     memory_options: tuple = ()  # memory_options(the options in force)
+    control_values: tuple | None = None  # what eager's forward read into control flow (None: not recorded)
 
 
 class Contract:
@@ -64,12 +72,21 @@ class Contract:
     def __init__(self):
         self.built: dict[bool, Call] = {}  # training -> what that mode's graphs were built for
         self.observations = Observations(last_reason=None)
+        self._allowed: tuple[Call, Observations] | None = None  # a re-export the last call also permits
 
     def forward(self, call: Call) -> None:
         export, build, reason = self._decide(call)
+        built = self.built.get(call.training)
+        self._allowed = None
+        if not export and built is not None and None not in (built.control_values, call.control_values) \
+                and built.control_values != call.control_values:
+            self._allowed = (call, self._after(True, True, DATA_CHANGED))
         if export or build:
             self.built[call.training] = call
-        self.observations = dataclasses.replace(
+        self.observations = self._after(export, build, reason)
+
+    def _after(self, export: bool, build: bool, reason: str) -> Observations:
+        return dataclasses.replace(
             self.observations,
             exports=self.observations.exports + export,
             gradient_builds=self.observations.gradient_builds + (export or build),
@@ -95,10 +112,20 @@ class Contract:
         return False, False, REUSED
 
     def mismatches(self, observed: Observations) -> list[str]:
-        """One line per observable counter that differs (None in ``observed``: not observable, skipped)."""
-        lines = []
-        for name in (*COUNTERS, "last_reason"):
-            seen, expected = getattr(observed, name), getattr(self.observations, name)
-            if seen is not None and seen != expected:
-                lines.append(f"{name}: observed {seen!r}, the transition contract predicts {expected!r}")
-        return lines
+        """One line per observable counter that differs (None in ``observed``: not observable, skipped).
+        Where the last call permitted a re-export for changed control values and ``observed`` shows
+        exactly that, the contract follows it."""
+        if self._allowed is not None and not _differences(observed, self._allowed[1]):
+            call, self.observations = self._allowed
+            self.built[call.training], self._allowed = call, None
+            return []
+        return _differences(observed, self.observations)
+
+
+def _differences(observed: Observations, expected: Observations) -> list[str]:
+    lines = []
+    for name in (*COUNTERS, "last_reason"):
+        seen, predicted = getattr(observed, name), getattr(expected, name)
+        if seen is not None and seen != predicted:
+            lines.append(f"{name}: observed {seen!r}, the transition contract predicts {predicted!r}")
+    return lines

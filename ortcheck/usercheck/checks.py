@@ -19,6 +19,7 @@ from ortcheck.checks.runs import RUNS
 from ortcheck.impls.base import Capability, Implementation, Options
 from ortcheck.nested import leaves, map_leaves
 from ortcheck.stateful.contract import Call, Contract
+from ortcheck.stateful.control_values import control_values
 from ortcheck.usercheck.calls import batch_runs, judged_call, one_call, requiring_grad, runs_of
 from ortcheck.usercheck.result import FAIL, NA, PASS, Outcome
 from ortcheck.usercheck.targets import Batch, make_batch
@@ -58,7 +59,7 @@ def new_batch_size(subject: Subject) -> str:
     for seed, size in enumerate(SIZES):
         batch = subject.batch(size, seed)
         judged_call(modules, batch, subject.loss_fn, seed, subject.options.device, f"batch of {size}")
-        contract.forward(_call(subject, modules["actual"], batch, training=True))
+        contract.forward(_call(subject, modules, batch, training=True))
         _assert_counters(subject, modules["actual"], contract, f"after the batch of {size}")
     return f"{SIZES[0]} then {SIZES[1]}"
 
@@ -72,7 +73,7 @@ def train_eval(subject: Subject) -> str:
         with torch.set_grad_enabled(training):
             judged_call(modules, batch, subject.loss_fn, seed, subject.options.device,
                         "train" if training else "eval", backward=training)
-        contract.forward(_call(subject, modules["actual"], batch, training, grad_enabled=training))
+        contract.forward(_call(subject, modules, batch, training, grad_enabled=training))
         _assert_counters(subject, modules["actual"], contract, f"after the {'train' if training else 'eval'} call")
     return ""
 
@@ -160,8 +161,9 @@ def _to(device: str):
     return lambda leaf: leaf.to(device) if isinstance(leaf, torch.Tensor) else leaf
 
 
-def _call(subject: Subject, wrapped: torch.nn.Module, batch: Batch, training: bool, grad_enabled: bool = True) -> Call:
-    """What the transition contract needs to know about one forward call, from the user's side alone."""
+def _call(subject: Subject, modules: dict, batch: Batch, training: bool, grad_enabled: bool = True) -> Call:
+    """What the transition contract needs to know about one forward call, from the user's side alone
+    (and eager's run of it: the values its forward read into control flow)."""
     def describe(leaf):
         if isinstance(leaf, torch.Tensor):
             return ("tensor", str(leaf.dtype), leaf.dim())
@@ -169,9 +171,11 @@ def _call(subject: Subject, wrapped: torch.nn.Module, batch: Batch, training: bo
 
     signature = repr(map_leaves((batch.args, batch.kwargs), describe))
     tensors = [leaf for leaf in leaves((batch.args, batch.kwargs)) if isinstance(leaf, torch.Tensor)]
-    trainable = frozenset(n for n, p in wrapped.named_parameters() if p.requires_grad)
+    trainable = frozenset(n for n, p in modules["actual"].named_parameters() if p.requires_grad)
+    args, kwargs = map_leaves((batch.args, batch.kwargs), _to(subject.options.device))
     return Call((signature,), training, subject.options.device, 0, tuple(t.requires_grad for t in tensors),
-                trainable, grad_enabled, (subject.options.memory_opt_level, subject.options.memory_opt_config))
+                trainable, grad_enabled, (subject.options.memory_opt_level, subject.options.memory_opt_config),
+                control_values(modules["eager"], args, kwargs))
 
 
 def _assert_counters(subject: Subject, wrapped: torch.nn.Module, contract: Contract, when: str) -> None:

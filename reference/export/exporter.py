@@ -37,11 +37,16 @@ class ExportedGraph:
     input_names: tuple[str, ...]  # one per flattened user tensor, in flatten order
     state_names: tuple[str, ...]  # graph inputs fed from the module's parameters and buffers
     state_keys: tuple[str, ...]   # their names in module.named_parameters()/named_buffers()
-    output_names: tuple[str, ...]  # the user's outputs, then the written buffers' new values
+    output_names: tuple[str, ...]  # the user's outputs, then the written buffers' new values, then the guards
     output_schema: nested_io.Schema
     written_buffers: tuple[str, ...] = ()  # keys of the buffers forward writes, as the last outputs
     python_calls: tuple[python_calls.PythonCall, ...] = ()  # the Functions its reference.PythonOp nodes call
     unrolled: bool = False  # holds a recurrence unrolled over the traced length
+    guard_values: tuple[tuple, ...] = ()  # traced values baked into control flow (data_guards), the last outputs
+
+    @property
+    def guard_names(self) -> tuple[str, ...]:
+        return self.output_names[len(self.output_names) - len(self.guard_values):]
 
     @property
     def keyed_by_sizes(self) -> bool:
@@ -84,7 +89,7 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     state_names, state_keys = _lift_state(model, flat)
     output_names = tuple(value.name for value in model.graph.output)
     return ExportedGraph(model, input_names, state_names, state_keys, output_names, flat.output_schema, flat.written,
-                         tuple(calls), flat.unrolled)
+                         tuple(calls), flat.unrolled, flat.guards.values)
 
 
 @contextlib.contextmanager

@@ -9,13 +9,15 @@ Buffers forward writes (in place, or by assigning a new tensor) are returned aft
 their updated values become graph outputs the wrapper writes back after each call; ``written``
 names them in that order. BatchNorm and InstanceNorm run through :mod:`reference.export.norms`,
 which makes their running-statistic writes visible to the trace; RNN, LSTM and GRU through
-:mod:`reference.export.recurrent`, unrolled over the traced length.
+:mod:`reference.export.recurrent`, unrolled over the traced length. Values the trace turned into
+Python control flow (:mod:`reference.export.data_guards`) are returned last, as guards.
 """
 from __future__ import annotations
 
 import torch
 
 from reference import nested_io
+from reference.export import data_guards
 from reference.export.norms import traceable_norms
 from reference.export.recurrent import unrolled_recurrences
 from reference.export.traced_numbers import marked
@@ -29,14 +31,16 @@ class FlatModule(torch.nn.Module):
         self.output_schema: nested_io.Schema | None = None
         self.written: tuple[str, ...] = ()
         self.unrolled = False  # a recurrence unrolled over the traced length: the graph fits these sizes only
+        self.guards: data_guards.DataGuards | None = None  # values the trace baked into control flow
 
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         args, kwargs = nested_io.unflatten(tensors, self.input_schema)
         before = {name: (id(b), b._version) for name, b in self.module.named_buffers()}
-        with traceable_norms(self.module), unrolled_recurrences() as recurrences:
+        norms = traceable_norms(self.module)
+        with norms, unrolled_recurrences() as recurrences, data_guards.collected(norms.read_elsewhere()) as self.guards:
             outputs, self.output_schema = nested_io.flatten(marked(self.module(*args, **kwargs)))
         self.unrolled = recurrences.used
         after = dict(self.module.named_buffers())
         self.written = tuple(name for name, (identity, version) in before.items()
                              if name in after and (id(after[name]), after[name]._version) != (identity, version))
-        return (*outputs, *(after[name] for name in self.written))
+        return (*outputs, *(after[name] for name in self.written), *self.guards.tensors)

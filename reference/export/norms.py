@@ -36,6 +36,11 @@ class traceable_norms(TorchFunctionMode):  # noqa: N801 - used as a context mana
                             if isinstance(m, _BatchNorm) and m.momentum is None and m.running_mean is not None
                             and m.num_batches_tracked is not None}
 
+    def read_elsewhere(self) -> set[int]:
+        """Ids of the tensors whose Python value the modules read but the graph takes from the trace:
+        the counters of cumulative BatchNorms (no guard: ``reference.export.data_guards``)."""
+        return {id(m.num_batches_tracked) for m in self._cumulative.values()}
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is F.batch_norm:

@@ -9,6 +9,8 @@
   8e-10, 83 times the oracle's bound); we evaluate the formula in float64 and round once.
 - ``aten::cumsum`` of a bool or small-integer tensor is exported as a CumSum of that type, which
   ONNX does not define (onnxruntime refuses the graph); torch sums those in int64, so we cast first.
+- ``aten::bincount`` has no symbolic; a mixture of experts counts its routing with it (transformers'
+  load-balancing loss: how many tokens each expert got).
 - ``aten::detach``, which the exporter erases: kept as ``reference.StopGradient``
   (:mod:`reference.export.detach`), or gradients would flow through it.
 - ``prim::PythonOp``, a custom autograd.Function without a ``symbolic`` of its own: a call back
@@ -110,7 +112,23 @@ def copy(g, x, src, non_blocking=None):
     return g.op("Expand", src, g.op("Shape", x))
 
 
-SYMBOLICS = {"aten::diff": (diff, 11), "aten::softplus": (softplus, 9), "aten::gelu": (gelu, 20),
+@symbolic_helper.parse_args("v", "v", "i")
+def bincount(g, x, weights, minlength):
+    """``counts[v]`` = how many entries of ``x`` equal ``v``, for ``v`` below ``max(minlength, max(x) + 1)``
+    (the size follows the values, as torch's does): each entry compared with every ``v``, summed.
+    Weighted counts (a float result to differentiate) are refused by name."""
+    if not symbolic_helper._is_none(weights):
+        return symbolic_helper._onnx_unsupported("aten::bincount with weights", weights)
+    flat = g.op("Cast", g.op("Reshape", x, _ints(g, -1)), to_i=torch.onnx.TensorProtoDataType.INT64)
+    largest = g.op("ReduceMax", flat, keepdims_i=1)  # of no entries: int64's least value
+    size = g.op("Max", g.op("Add", largest, _ints(g, 1)), _ints(g, minlength))
+    values = g.op("Range", _ints(g, 0), g.op("Squeeze", size), _constant(g, 1, torch.int64))
+    hits = g.op("Equal", g.op("Unsqueeze", flat, _ints(g, 1)), values)
+    return g.op("ReduceSum", g.op("Cast", hits, to_i=torch.onnx.TensorProtoDataType.INT64), _ints(g, 0),
+                keepdims_i=0)
+
+
+SYMBOLICS = {"aten::diff": (diff, 11), "aten::bincount": (bincount, 18), "aten::softplus": (softplus, 9), "aten::gelu": (gelu, 20),
              "aten::cumsum": (cumsum, 11), "aten::copy": (copy, 9), "aten::detach": (detach, 9),
              "prim::PythonOp": (python_op, 1),
              **LAYER_SYMBOLICS}  # each with the lowest opset its ops exist in

@@ -1,7 +1,8 @@
 """What one graph state compiles to: the export, the gradient build and their sessions.
 
 A graph that calls custom autograd Functions is cut into pieces at export (``pieces``) and runs
-through a :class:`~reference.module.pieces.PieceRunner`; otherwise one runner runs it whole."""
+through a :class:`~reference.module.pieces.PieceRunner`; otherwise one runner runs it whole. A graph
+with guards (:mod:`reference.export.data_guards`) also gets a session of the guards' own graph."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,10 +13,13 @@ import torch
 from reference import grads, recompute
 from reference.autodiff import GradientGraphs, build_gradient_graphs
 from reference.export import ExportedGraph, ExportError, export_module
+from reference.export.data_guards import guard_model
+from reference.export.python_calls import DOMAIN as PYTHON_CALLS_DOMAIN, OP as PYTHON_CALL
 from reference.export.segments import Piece, split
 from reference.module.pieces import PieceRunner
 from reference.options import Options
 from reference.runtime import TrainingRunner
+from reference.runtime.session import Session
 from reference.transitions import GraphState
 
 
@@ -27,6 +31,7 @@ class Compiled:
     gradient_graphs: GradientGraphs | None = None  # before the memory optimizer
     sizes: dict[str, int] = dataclasses.field(default_factory=dict)  # dimension sizes of the build's batch
     memory_report: recompute.MemoryReport | None = None
+    guard_session: Session | None = None  # computes the guards' values for a call (None: no guards)
 
     @property
     def graph_inputs(self) -> list[str]:
@@ -35,7 +40,33 @@ class Compiled:
 
 def export(module: torch.nn.Module, tensors: list[torch.Tensor], state: GraphState) -> Compiled:
     exported = export_module(module, tensors, state.schema, training=state.training)
-    return Compiled(exported, split(exported.model, exported.python_calls))
+    compiled = Compiled(exported, split(exported.model, exported.python_calls))
+    if exported.guard_values:
+        model = guard_model(exported.model, exported.guard_names)
+        if any(node.domain == PYTHON_CALLS_DOMAIN and node.op_type == PYTHON_CALL for node in model.graph.node):
+            raise ExportError("a value the trace turned into control flow is computed by a custom autograd Function; "
+                              "its guard graph cannot call back into torch")
+        compiled.guard_session = Session(model, state.device)
+    return compiled
+
+
+def guard_values(compiled: Compiled, tensors: Sequence[torch.Tensor]) -> tuple[tuple, ...] | str:
+    """The guards' values for this call (``tensors``: one per graph input), as the export recorded
+    them. A guard may be computed after another one's baked value (a branch per expert hit, after
+    the count of experts hit): where that value changed, the guard graph can fail to run (a split
+    into the traced count); that failure means a guard changed, and the export that follows is
+    what reports any real error in the inputs."""
+    session = compiled.guard_session
+    feeds = [tensors[compiled.graph_inputs.index(name)].detach() for name in session.input_names]
+    try:
+        return tuple(tuple(value.tolist()) for value in session.run(feeds))
+    except Exception as error:  # onnxruntime's pybind errors share no base class beyond Exception
+        return f"the guard graph failed to run: {str(error).splitlines()[0]}"
+
+
+def user_outputs(compiled: Compiled, outputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The graph's outputs without its guards (which the wrapper reads from the guard graph)."""
+    return list(outputs)[: len(outputs) - len(compiled.exported.guard_values)]
 
 
 def run(compiled: Compiled, tensors: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:

@@ -9,6 +9,7 @@ and makes every mode re-export on its next forward: the trace may have baked the
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import warnings
 
@@ -21,7 +22,7 @@ from reference.recompute import config as recompute_config
 from reference.module import compiled as compile_stage
 from reference.options import Counters, Options
 from reference.seams import Seam
-from reference.transitions import GraphState, Graphs
+from reference.transitions import GraphState, Graphs, decide
 
 # Fault injection (reference.seams): the transition machine a new wrapper (or a copy) starts from,
 # and whether every graph is keyed by its input sizes as if they were part of the schema.
@@ -32,7 +33,8 @@ SIZES_IN_EVERY_KEY = Seam("every graph keyed by input sizes", False)
 class UnsupportedHookError(RuntimeError):
     """A hook the exported graph cannot honour: inside the graph no module of the wrapped tree runs,
     so its hooks would fire once, while export traces, and then silently never. Hooks on the
-    wrapper itself work as in eager."""
+    wrapper itself work as in eager, and so do those the module installs on itself while traced
+    (what they do is in the graph)."""
 
 
 # What the pipeline refuses on purpose, by name: a graph it cannot export or differentiate, a hook
@@ -43,10 +45,18 @@ _HOOK_KINDS = {"_forward_pre_hooks": "forward pre-hook", "_forward_hooks": "forw
 _PLAIN = (bool, int, float, str, type(None))
 
 
-def refuse_hooks_inside(module: torch.nn.Module) -> None:
+def hooks_inside(module: torch.nn.Module) -> frozenset[tuple[str, str, int]]:
+    """Every hook on the modules of ``module``: (module path, kind, handle id; copies keep all three)."""
+    return frozenset((name, attribute, key) for name, submodule in module.named_modules()
+                     for attribute in _HOOK_KINDS for key in getattr(submodule, attribute))
+
+
+def refuse_hooks_inside(module: torch.nn.Module, own: frozenset = frozenset()) -> None:
+    """``own``: hooks the module's forward installed on itself while export traced it (transformers
+    captures router logits so): they fired in the trace, whose graph holds what they do."""
     for name, submodule in module.named_modules():
         for attribute, kind in _HOOK_KINDS.items():
-            if getattr(submodule, attribute):
+            if any((name, attribute, key) not in own for key in getattr(submodule, attribute)):
                 raise UnsupportedHookError(
                     f"{kind} on {type(submodule).__name__} {name or '<wrapped module>'!r}: the wrapped module runs "
                     "as one graph, its modules never run; register it on the ReferenceModule instead")
@@ -94,6 +104,7 @@ class ReferenceModule(torch.nn.Module):
         self._counters = Counters()
         self._fallen_back = False
         self._module_version = 0
+        self._own_hooks = frozenset()  # hooks the module installed on itself while traced
         self.train(module.training)  # a new Module starts in training mode; the wrapped one may not be
         self.register_load_state_dict_pre_hook(_keys_into_wrapped)
         self.register_load_state_dict_post_hook(_keys_out_of_wrapped)
@@ -158,7 +169,7 @@ class ReferenceModule(torch.nn.Module):
             return self.module(*args, **kwargs)
         tensors, schema = nested_io.flatten((args, kwargs))
         try:
-            refuse_hooks_inside(self.module)
+            refuse_hooks_inside(self.module, self._own_hooks)
             self._prepare(tensors, schema)
         except REFUSALS as error:
             if self._options.fallback != "auto":
@@ -166,7 +177,7 @@ class ReferenceModule(torch.nn.Module):
             return self._fall_back(error, args, kwargs)
         compiled = self._compiled[self.training]
         outputs = compile_stage.run(compiled, [*tensors, *self._state_tensors(compiled)])
-        outputs = self._write_buffers(compiled, list(outputs))
+        outputs = self._write_buffers(compiled, compile_stage.user_outputs(compiled, outputs))
         return nested_io.unflatten(outputs, compiled.exported.output_schema)
 
     def _state_tensors(self, compiled: compile_stage.Compiled) -> list[torch.Tensor]:
@@ -198,18 +209,35 @@ class ReferenceModule(torch.nn.Module):
         size_keyed = SIZES_IN_EVERY_KEY.value or built is not None and built.exported.keyed_by_sizes
         state = GraphState.of_call(self, tensors, schema, self._device(), self._module_version,
                                    self._options.memory_options, size_keyed)
+        state = self._with_guard_values(built, state, tensors)
         transition, graphs = self._graphs.step(state, torch.is_grad_enabled())
         if transition.export:
+            before = hooks_inside(self.module)
             self._compiled[self.training] = compile_stage.export(self.module, tensors, state)
+            self.__dict__["_own_hooks"] = self._own_hooks | (hooks_inside(self.module) - before)
             self._counters.exports += 1
-            if state.sizes is None and self._compiled[self.training].exported.keyed_by_sizes:
-                graphs = graphs.recorded(state.keyed_by_sizes(tensors))
+            exported = self._compiled[self.training].exported
+            if state.sizes is None and exported.keyed_by_sizes:
+                state = state.keyed_by_sizes(tensors)
+            graphs = graphs.recorded(dataclasses.replace(state, guard_values=exported.guard_values or None))
         if transition.build_gradient:
             compile_stage.build(self._compiled[self.training], state, trainable, tensors, self._options)
             self._counters.gradient_builds += 1
         self._counters.sessions += transition.new_sessions  # one set (forward + backward) per build
         self._counters.last_reason = transition.reason
         self._graphs = graphs  # only once built: a failed export is retried on the next call
+
+    def _with_guard_values(self, built, state: GraphState, tensors) -> GraphState:
+        """``state`` with the guards' values for this call, where the graph has guards (the values its
+        trace baked into control flow); computed only where nothing else already asks for an export."""
+        previous = self._graphs.built_for(self.training)
+        if built is None or previous is None or previous.guard_values is None:
+            return state
+        state = dataclasses.replace(state, guard_values=previous.guard_values)
+        if decide(previous, state, torch.is_grad_enabled()).export:
+            return state
+        values = compile_stage.guard_values(built, [*tensors, *self._state_tensors(built)])
+        return dataclasses.replace(state, guard_values=values)
 
     def _device(self) -> str:
         """Where the wrapped module lives now (``.to()`` moves it), else where the options put it."""

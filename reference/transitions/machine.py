@@ -10,7 +10,10 @@ inputs' schema too).
 A graph whose outputs hold Python values (a ``str`` such as ``f"batch{x.shape[0]}"``, a size as an
 ``int``) froze them at export, and they may depend on the input sizes the graph otherwise follows
 dynamically; a graph holding a recurrence unrolled over the traced length fits that length only.
-The state of either records the sizes too (``sizes``), and new sizes re-export.
+The state of either records the sizes too (``sizes``), and new sizes re-export. A graph whose trace
+turned values into Python control flow (a mixture of experts' routing: which experts, how many)
+fits the calls that recompute the same values (``guard_values``, :mod:`reference.export.data_guards`):
+another value re-exports.
 
 Graphs are cached per mode, like ORTModule's training and inference managers: returning to a mode
 whose graph is still valid reuses it, so alternating train/eval (validation every N steps) costs
@@ -33,8 +36,10 @@ INPUTS_GRAD_CHANGED = "inputs requiring grad changed"
 TRAINABLE_CHANGED = "trainable parameters changed"
 MEMORY_OPTIONS_CHANGED = "memory optimizer options changed"
 SIZES_CHANGED = "input sizes changed (the graph is keyed by sizes: it returns Python values or unrolls a recurrence)"
+DATA_CHANGED = ("a value the trace turned into control flow changed (the graph is keyed by it: data-dependent "
+                "routing such as a mixture of experts' experts hit)")
 REUSED = "reuse: nothing changed"
-REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, SIZES_CHANGED,
+REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, SIZES_CHANGED, DATA_CHANGED,
            INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
 
 
@@ -48,6 +53,7 @@ class GraphState:
     module_version: int = 0                  # bumped by every attribute set through the wrapper
     memory_options: tuple = ()               # memory options: optimizer level and config, gradient delivery
     sizes: tuple | None = None               # per user tensor, where the graph returns Python values
+    guard_values: tuple | str | None = None  # where the trace baked values in: the graph's guards for this call
 
     @classmethod
     def of_call(cls, module, tensors, schema: Schema, device: str, module_version: int = 0,
@@ -76,7 +82,7 @@ class Transition:
 REUSE = Transition(False, False, REUSED)
 # A device move changes the inputs' device too: naming the device is the more useful reason.
 _EXPORT_CHECKS = (("device", DEVICE_CHANGED), ("schema", SCHEMA_CHANGED), ("training", MODE_CHANGED),
-                  ("module_version", MODULE_CHANGED), ("sizes", SIZES_CHANGED))
+                  ("module_version", MODULE_CHANGED), ("sizes", SIZES_CHANGED), ("guard_values", DATA_CHANGED))
 
 
 def decide(previous: GraphState | None, current: GraphState, grad_enabled: bool = True) -> Transition:

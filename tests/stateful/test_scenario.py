@@ -1,4 +1,6 @@
 """The scenario runner and the contract, on known sequences."""
+import dataclasses
+
 import pytest
 
 from ortcheck import impls
@@ -65,3 +67,27 @@ def test_the_contract_rebuilds_gradients_only_with_grad_enabled():
     assert contract.observations.gradient_builds == 1
     contract.forward(_call(inputs_requiring_grad=(False,)))
     assert (contract.observations.exports, contract.observations.gradient_builds) == (1, 2)
+
+
+def test_changed_control_values_permit_a_re_export_and_nothing_else():
+    """A mixture of experts routing to other experts: the pipeline may re-export for it, or not."""
+    from ortcheck.impls.base import Observations
+    from ortcheck.stateful.contract import DATA_CHANGED
+
+    def stepped(values_seen):
+        contract = Contract()
+        for values in values_seen:
+            contract.forward(_call(control_values=values))
+        return contract
+
+    reexported = Observations(exports=2, gradient_builds=2, sessions=2, fallbacks=0, last_reason=DATA_CHANGED)
+    reused = Observations(exports=1, gradient_builds=1, sessions=1, fallbacks=0, last_reason=REUSED)
+    for observed in (reexported, reused):
+        assert stepped([(("unbind", 3),), (("unbind", 4),)]).mismatches(observed) == []
+    contract = stepped([(("unbind", 3),), (("unbind", 3),)])  # the same routing: no re-export
+    assert contract.mismatches(reexported) and not contract.mismatches(reused)
+    assert stepped([None, None]).mismatches(reexported)  # values not recorded: nothing permitted
+    followed = stepped([(("unbind", 3),), (("unbind", 4),)])
+    followed.mismatches(reexported)  # the contract follows the re-export: built for the new values now
+    followed.forward(_call(control_values=(("unbind", 4),)))
+    assert followed.mismatches(dataclasses.replace(reexported, last_reason=REUSED)) == []

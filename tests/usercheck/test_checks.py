@@ -5,7 +5,8 @@ import pytest
 from controls.gradients import GradientsOffByOnePermille
 from controls.transitions import OneGraphSlot, ReexportsOnNewSizes
 from ortcheck.impls.eager import EagerImpl
-from ortcheck.usercheck import check_model
+from ortcheck.models import hf
+from ortcheck.usercheck import check_model, zoo
 from ortcheck.usercheck.checks import CHECKS
 from ortcheck.usercheck.result import FAIL, NA, PASS
 from tests.usercheck import targets
@@ -77,3 +78,14 @@ def test_a_crash_of_the_pipeline_is_a_failure_with_its_message():
     outcome = _check(_CrashesOnNewSizes(), ("new batch size",)).outcomes[0]
     assert outcome.status == FAIL and outcome.detail == (
         "the implementation raised RuntimeError: Reshape: the graph kept the first batch's size")
+
+
+@pytest.mark.skipif(hf.unavailable_reason() is not None, reason=str(hf.unavailable_reason()))
+@pytest.mark.parametrize("name", ["eager", "reference"])
+def test_a_mixture_of_experts_passes_when_another_batch_routes_elsewhere(name):
+    """The zoo's Qwen2-MoE routes its second batch (3 x 5 tokens) to another number of experts than
+    its first: the reference re-exports for it, which the contract permits (eager's control values
+    changed); outputs and gradients stay eager's."""
+    result = check_model(zoo.qwen2_moe, zoo.qwen2_moe_batch, zoo.loss, impl=name,
+                         checks=("new batch size",), localize_failures=False)
+    assert result.ok, result.format()

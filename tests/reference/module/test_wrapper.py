@@ -194,6 +194,29 @@ def test_hooks_inside_the_wrapped_tree_are_refused_by_name(kind):
         ReferenceModule(module)(torch.randn(4, 3))
 
 
+class RecordsItsOwnOutputs(Scaled):
+    """Installs a hook on its own submodule in its first forward, as transformers captures router logits."""
+
+    def forward(self, x):
+        if not self.linear._forward_hooks:
+            self.linear.register_forward_hook(lambda module, args, out: setattr(self, "seen", out))
+        y = super().forward(x)
+        return y, self.seen
+
+
+def test_hooks_the_module_installs_on_itself_while_traced_are_kept_and_the_users_refused():
+    from reference.module.wrapper import UnsupportedHookError
+
+    module, x = RecordsItsOwnOutputs(), torch.randn(4, 3)
+    wrapped = ReferenceModule(copy.deepcopy(module))
+    for _ in range(2):
+        for got, expected in zip(wrapped(x), module(x)):
+            torch.testing.assert_close(got, expected)
+    wrapped.module.linear.register_forward_pre_hook(lambda *args: None)
+    with pytest.raises(UnsupportedHookError, match=r"forward pre-hook on Linear 'linear'"):
+        wrapped(x)
+
+
 def test_copies_leave_the_sessions_behind_and_export_again():
     import pickle
 

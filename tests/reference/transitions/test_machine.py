@@ -103,7 +103,8 @@ def test_every_reason_is_in_the_vocabulary():
     seen |= {decide(BASE, changed).reason for changed in (
         state(data=(torch.zeros(2, 3, 1),)), state(training=False), state(device="cuda"),
         dataclasses.replace(BASE, module_version=1), state(inputs_grad=(False,)), state(trainable=(False, True)),
-        dataclasses.replace(BASE, memory_options=(1, ())), dataclasses.replace(BASE, sizes=((3, 3),)))}
+        dataclasses.replace(BASE, memory_options=(1, ())), dataclasses.replace(BASE, sizes=((3, 3),)),
+        dataclasses.replace(BASE, guard_values=((2, 1),)))}
     assert seen == set(REASONS)
 
 

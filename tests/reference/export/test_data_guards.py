@@ -1,0 +1,137 @@
+"""Values a trace bakes into control flow become guards: a mixture of experts, as transformers
+writes it, trains through the reference whatever its router picks, re-exporting when it picks
+other experts (another count, or the same count of others) and only then."""
+import pytest
+import torch
+
+from reference import ReferenceModule
+from reference.export import data_guards
+from reference.transitions.machine import DATA_CHANGED, REUSED
+
+EXPERTS, WIDTH = 4, 4
+
+
+class ExpertsByIndex(torch.nn.Module):
+    """transformers 4.x: a ModuleList indexed by each expert hit (the index becomes a Python int)."""
+
+    def __init__(self):
+        super().__init__()
+        self.experts = torch.nn.ModuleList(torch.nn.Linear(WIDTH, WIDTH) for _ in range(EXPERTS))
+
+    def forward(self, x, top_k_index, top_k_weights):
+        out = torch.zeros_like(x)
+        mask = torch.nn.functional.one_hot(top_k_index, EXPERTS).permute(2, 1, 0)
+        for expert in torch.greater(mask.sum(dim=(-1, -2)), 0).nonzero():
+            slot, token = torch.where(mask[expert].squeeze(0))
+            y = self.experts[expert](x[None, token].reshape(-1, WIDTH)) * top_k_weights[token, slot, None]
+            out.index_add_(0, token, y)
+        return out
+
+
+class ExpertsAsTensor(torch.nn.Module):
+    """transformers 5.x ("eager" experts): one weight tensor, each expert's slice gathered."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(EXPERTS, WIDTH, WIDTH) / 2)
+
+    def forward(self, x, top_k_index, top_k_weights):
+        out = torch.zeros_like(x)
+        with torch.no_grad():
+            mask = torch.nn.functional.one_hot(top_k_index, EXPERTS + 1).permute(2, 1, 0)
+            hit = torch.greater(mask.sum(dim=(-1, -2)), 0).nonzero()
+        for expert in hit:
+            expert = expert[0]
+            if expert == EXPERTS:
+                continue
+            slot, token = torch.where(mask[expert])
+            y = torch.nn.functional.linear(x[token], self.weight[expert]) * top_k_weights[token, slot, None]
+            out.index_add_(0, token, y)
+        return out
+
+
+class MoE(torch.nn.Module):
+    def __init__(self, experts):
+        super().__init__()
+        torch.manual_seed(0)
+        self.router = torch.nn.Linear(WIDTH, EXPERTS, bias=False)
+        with torch.no_grad():
+            self.router.weight.copy_(torch.eye(EXPERTS) * 4)  # token i-hot routes to expert i first
+        self.experts = experts()
+
+    def forward(self, x):
+        weights, index = torch.topk(torch.softmax(self.router(x), dim=-1), 2, dim=-1)
+        return self.experts(x, index, weights / weights.sum(-1, keepdim=True))
+
+
+def tokens(*pairs, seed=0):
+    """One token per pair (a, b) routed to experts a and b."""
+    x = torch.randn(len(pairs), WIDTH, generator=torch.Generator().manual_seed(seed)) * 0.1
+    for row, (a, b) in enumerate(pairs):
+        x[row, a] += 1.0
+        x[row, b] += 0.8
+    return x
+
+
+BATCHES = [tokens((0, 1), (1, 0)),
+           tokens((0, 1), (0, 1), seed=1),      # the same experts
+           tokens((2, 3), (3, 2)),              # as many experts, other ones
+           tokens((0, 1), (2, 3), (1, 2)),      # more experts
+           tokens((0, 2),)]                     # one token, fewer
+# Per batch, (exports so far, reason): the 4.x form bakes which experts, the 5.x form only how many.
+EXPECTED = {
+    ExpertsByIndex: [(1, "first forward"), (1, REUSED), (2, DATA_CHANGED), (3, DATA_CHANGED), (4, DATA_CHANGED)],
+    ExpertsAsTensor: [(1, "first forward"), (1, REUSED), (1, REUSED), (2, DATA_CHANGED), (3, DATA_CHANGED)],
+}
+
+
+@pytest.mark.parametrize("experts", [ExpertsByIndex, ExpertsAsTensor])
+def test_a_mixture_of_experts_trains_whatever_its_router_picks(experts):
+    eager = MoE(experts)
+    wrapped = ReferenceModule(MoE(experts))
+    for batch, (exports, reason) in zip(BATCHES, EXPECTED[experts]):
+        x, x_eager = (batch.detach().clone().requires_grad_() for _ in range(2))
+        out, expected = wrapped(x), eager(x_eager)
+        torch.testing.assert_close(out, expected)
+        out.pow(2).sum().backward()
+        expected.pow(2).sum().backward()
+        torch.testing.assert_close(x.grad, x_eager.grad)
+        for (name, p), q in zip(wrapped.named_parameters(), eager.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, msg=name)
+        counters = wrapped.counters()
+        assert (counters.exports, counters.last_reason) == (exports, reason)
+
+
+def test_the_guards_graph_reads_the_router_not_the_experts():
+    wrapped = ReferenceModule(MoE(ExpertsAsTensor))
+    wrapped(tokens((0, 1), (2, 3)))
+    compiled = wrapped._compiled[True]
+    model = data_guards.guard_model(compiled.exported.model, compiled.exported.guard_names)
+    read = {value.name for value in model.graph.input}
+    assert [value.name for value in model.graph.output] == list(compiled.exported.guard_names)
+    names = dict(zip(compiled.exported.state_names, compiled.exported.state_keys))
+    assert {names[name] for name in read if name in names} == {"router.weight"}
+
+
+class SizeBranch(torch.nn.Module):
+    """Branches on a size: sizes are dynamic axes, not guards."""
+
+    def forward(self, x):
+        return x * 2 if x.shape[0] > 2 else x * 3
+
+
+def test_a_branch_on_a_size_is_no_guard():
+    wrapped = ReferenceModule(SizeBranch())
+    wrapped(torch.randn(4, 2))
+    assert wrapped._compiled[True].exported.guard_values == ()
+    wrapped(torch.randn(5, 2))
+    assert wrapped.counters().exports == 1
+
+
+def test_a_cumulative_batch_norms_counter_is_no_guard():
+    """``BatchNorm(momentum=None)`` reads ``float(num_batches_tracked)``, which the graph takes
+    from the traced buffer instead (reference.export.norms): no guard, no re-export per step."""
+    wrapped = ReferenceModule(torch.nn.BatchNorm1d(3, momentum=None))
+    for _ in range(3):
+        wrapped(torch.randn(4, 3))
+    assert wrapped._compiled[True].exported.guard_values == () and wrapped.counters().exports == 1
