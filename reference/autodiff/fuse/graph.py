@@ -3,8 +3,10 @@ and the sweep of nodes a rewrite left unread, which they all share."""
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Callable
 
 import numpy as np
+
 import onnx
 from onnx import TensorProto, numpy_helper
 
@@ -119,6 +121,18 @@ def copied(model: onnx.ModelProto) -> onnx.ModelProto:
     clone = onnx.ModelProto()
     clone.CopyFrom(model)
     return clone
+
+
+def fold_each(model: onnx.ModelProto,
+              fold: Callable[[GraphFacts, onnx.NodeProto], list[onnx.NodeProto] | None]) -> onnx.ModelProto:
+    """A copy of ``model`` where each node ``fold`` answers for (the nodes that replace it, given the
+    facts of the unchanged graph) is replaced; ``None`` keeps the node. Dead nodes go."""
+    model = copied(model)
+    facts = GraphFacts(model, types=True)
+    nodes = []
+    for node in model.graph.node:
+        nodes += fold(facts, node) or [node]
+    return replace_nodes(model, nodes)
 
 
 def replace_nodes(model: onnx.ModelProto, nodes: list[onnx.NodeProto]) -> onnx.ModelProto:

@@ -14,22 +14,17 @@ import onnx
 from onnx import helper
 
 from reference.autodiff.fuse.graph import (
-    MICROSOFT, PRODUCT_TYPES, GraphFacts, attribute, copied, replace_nodes, swaps_last_two,
+    MICROSOFT, PRODUCT_TYPES, GraphFacts, attribute, fold_each, swaps_last_two,
 )
 from reference.autodiff.fuse.registry import rewrite
 
 
 @rewrite("transposed_operands")
 def fold_transposed_operands(model: onnx.ModelProto) -> onnx.ModelProto:
-    model = copied(model)
-    facts = GraphFacts(model, types=True)
-    nodes = []
-    for node in model.graph.node:
-        nodes.append(_folded(facts, node) or node)
-    return replace_nodes(model, nodes)
+    return fold_each(model, _folded)
 
 
-def _folded(facts: GraphFacts, node: onnx.NodeProto) -> onnx.NodeProto | None:
+def _folded(facts: GraphFacts, node: onnx.NodeProto) -> list[onnx.NodeProto] | None:
     if node.op_type != "MatMul" or node.domain:
         return None
     a, b = node.input
@@ -42,9 +37,9 @@ def _folded(facts: GraphFacts, node: onnx.NodeProto) -> onnx.NodeProto | None:
     flags = {"transA": int(source_a is not None), "transB": int(source_b is not None)}
     inputs = [source_a or a, source_b or b]
     if ranks == (2, 2):
-        return helper.make_node("Gemm", inputs, list(node.output), name=node.name, **flags)
-    return helper.make_node("FusedMatMul", inputs, list(node.output), name=node.name, domain=MICROSOFT,
-                            alpha=1.0, **flags)
+        return [helper.make_node("Gemm", inputs, list(node.output), name=node.name, **flags)]
+    return [helper.make_node("FusedMatMul", inputs, list(node.output), name=node.name, domain=MICROSOFT,
+                             alpha=1.0, **flags)]
 
 
 def _untransposed(facts: GraphFacts, name: str) -> str | None:

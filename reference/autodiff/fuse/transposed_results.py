@@ -14,19 +14,14 @@ import onnx
 from onnx import helper
 
 from reference.autodiff.fuse.graph import (
-    MICROSOFT, PRODUCT_TYPES, GraphFacts, attribute, copied, replace_nodes,
+    MICROSOFT, PRODUCT_TYPES, GraphFacts, attribute, fold_each,
 )
 from reference.autodiff.fuse.registry import rewrite
 
 
 @rewrite("transposed_results")
 def fold_transposed_results(model: onnx.ModelProto) -> onnx.ModelProto:
-    model = copied(model)
-    facts = GraphFacts(model, types=True)
-    nodes = []
-    for node in model.graph.node:
-        nodes += _folded(facts, node) or [node]
-    return replace_nodes(model, nodes)
+    return fold_each(model, _folded)
 
 
 def _folded(facts: GraphFacts, node: onnx.NodeProto) -> list[onnx.NodeProto] | None:
