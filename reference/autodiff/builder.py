@@ -69,8 +69,8 @@ def build_gradient_graphs(model: onnx.ModelProto, requires_grad: Sequence[str]) 
     order = forward.producer_order()
     stashed = tuple(sorted(ctx.stashed, key=order.__getitem__))
     inputs_needed = tuple(name for name in forward.input_names if name in set(ctx.needed_inputs))
-    forward_proto = assemble.forward_model(forward, stashed)
-    # Fused here, before the memory optimizer plans: every recompute level then runs this graph.
+    # Fused here, before the memory optimizer plans: every recompute level then runs these graphs.
+    forward_proto = fuse(assemble.forward_model(forward, stashed))
     backward_proto = fuse(assemble.backward_model(
         forward, ctx, forward_proto, output_grads, inputs_needed, stashed, input_grads
     ))

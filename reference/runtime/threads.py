@@ -29,16 +29,16 @@ def configure(options: ort.SessionOptions) -> ort.SessionOptions:
     reference must build its sessions on :func:`reference.runtime.session_options` too."""
     global _global_pool_size
     wanted = torch.get_num_threads()
-    options.inter_op_num_threads = 1
     if wanted == 1 and _global_pool_size is None:
-        options.intra_op_num_threads = 1  # no pool: results as with one thread, and no thread made
+        options.intra_op_num_threads = options.inter_op_num_threads = 1  # no pool: no thread made
         return options
     with _lock:
         if _global_pool_size is None:
             if not hasattr(ort, "set_global_thread_pool_sizes"):  # training builds (1.19.2) lack it
-                options.intra_op_num_threads = wanted
+                options.intra_op_num_threads, options.inter_op_num_threads = wanted, 1
                 return options
             ort.set_global_thread_pool_sizes(wanted, 1)
             _global_pool_size = wanted
+    # Sizes left unset: onnxruntime warns at every session that sets one beside a global pool.
     options.use_per_session_threads = False
     return options

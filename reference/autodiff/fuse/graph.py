@@ -50,10 +50,15 @@ class GraphFacts:
         return value_type.tensor_type.elem_type or None if value_type is not None else None
 
     def rank(self, name: str) -> int | None:
+        dims = self.dims(name)
+        return None if dims is None else len(dims)
+
+    def dims(self, name: str) -> tuple[int | None, ...] | None:
+        """The sizes of ``name``'s axes (None for a symbolic one), or None if its rank is unknown."""
         value_type = self._types.get(name)
         if value_type is None or not value_type.tensor_type.HasField("shape"):
             return None
-        return len(value_type.tensor_type.shape.dim)
+        return tuple(d.dim_value if d.HasField("dim_value") else None for d in value_type.tensor_type.shape.dim)
 
 
 def _inferred_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:

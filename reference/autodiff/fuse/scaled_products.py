@@ -75,7 +75,7 @@ def _product(facts: GraphFacts, node: onnx.NodeProto | None) -> bool:
     if node is None:
         return False
     if node.op_type == "Gemm" and not node.domain:
-        return True
+        return len(node.input) < 3  # alpha does not scale a C added to the product
     if node.op_type == "FusedMatMul" and node.domain == MICROSOFT:
         return True
     ranks = [facts.rank(name) for name in node.input]

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from onnx import TensorProto, helper, numpy_helper
 
 from reference.autodiff.fuse import REWRITES, fuse
+from reference.autodiff.fuse.biased_products import fold_biases_into_products
 from reference.autodiff.fuse.common_subexpressions import share_common_subexpressions
 from reference.autodiff.fuse.scaled_products import fold_scales_into_products
 from reference.autodiff.fuse.transposed_operands import fold_transposed_operands
@@ -162,8 +163,42 @@ def test_scales_stay_where_something_else_reads_them():
     assert ops(fold_scales_into_products(proto)) == ops(proto)
 
 
+def test_scales_never_fold_into_a_gemm_that_adds_a_bias():
+    proto = model([node("Gemm", ["x", "w", "b"], ["y"]), node("Mul", ["y", "half"], ["out"])],
+                  {"x": [3, 4], "w": [4, 5], "b": [5]}, ["out"], {"half": 0.5})
+    assert ops(fold_scales_into_products(proto)) == ["Gemm", "Mul"]
+
+
+@pytest.mark.parametrize("x_shape, transposed, outputs, fused", [
+    ([6, 4], False, ["z"], ["Exp", "Gemm"]),
+    ([2, 3, 4], True, ["z"], ["Concat", "Constant", "Exp", "Flatten", "Gemm", "Reshape", "Shape"]),
+    ([2, 3, 4], False, ["z", "m"], None),  # the unbiased product is read by the caller too
+    ([2, 3, 4], True, ["z", "y"], None),   # a stashed result of rank 3 would be copied out of the Reshape
+    ([6, 4], True, ["z", "y"], ["Exp", "Gemm"]),  # a stashed 2-D result is the Gemm's own
+])
+def test_biases_fold_into_products(x_shape, transposed, outputs, fused):
+    w_shape = [5, 4] if transposed else [4, 5]
+    product = (node("FusedMatMul", ["x", "w"], ["m"], domain="com.microsoft", transB=1, alpha=1.0) if transposed
+               else node("MatMul", ["x", "w"], ["m"]))
+    proto = model([product, node("Add", ["b", "m"], ["y"]), node("Exp", ["y"], ["z"])],
+                  {"x": x_shape, "w": w_shape, "b": [5]}, outputs)
+    proto.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    folded = fold_biases_into_products(proto)
+    assert ops(folded) == (fused or ops(proto))
+    x, w, b = values(x_shape, w_shape, [5])
+    got, want = run(folded, {"x": x, "w": w, "b": b})[0], np.exp(x @ (w.T if transposed else w) + b)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
+
+
+def test_biases_stay_when_they_are_not_one_per_output_column():
+    proto = model([node("MatMul", ["x", "w"], ["m"]), node("Add", ["m", "b"], ["y"])],
+                  {"x": [6, 4], "w": [4, 5], "b": [6, 1]}, ["y"])
+    assert ops(fold_biases_into_products(proto)) == ["Add", "MatMul"]
+
+
 def test_the_loop_runs_every_rewrite_and_refuses_unknown_names():
-    assert list(REWRITES) == ["common_subexpressions", "transposed_operands", "transposed_results", "scaled_products"]
+    assert list(REWRITES) == ["common_subexpressions", "transposed_operands", "transposed_results", "scaled_products",
+                              "biased_products"]
     with pytest.raises(ValueError, match="unknown rewrites"):
         fuse(model([], {}, []), skip=["no_such_rewrite"])
 
@@ -172,15 +207,23 @@ def attention(q, k, v):
     return F.softmax(q @ k.transpose(-1, -2) / 8, dim=-1) @ v
 
 
-@pytest.mark.parametrize("fn, args, wrt, absent", [
-    (attention, [torch.randn(2, 3, 5, 4, dtype=torch.float64) for _ in range(3)], (0, 1, 2), {"Transpose", "Div"}),
+@pytest.mark.parametrize("fn, args, wrt, absent, forward_absent", [
+    (attention, [torch.randn(2, 3, 5, 4, dtype=torch.float64) for _ in range(3)], (0, 1, 2), {"Transpose", "Div"},
+     {"Div"}),  # the forward graph keeps the transposes it stashes for backward
     (lambda x, w: F.linear(x, w).transpose(-1, -2), [torch.randn(2, 5, 4, dtype=torch.float64),
-                                                      torch.randn(6, 4, dtype=torch.float64)], (0, 1), {"MatMul"}),
-], ids=["attention", "linear_transposed"])
-def test_fused_gradients_in_float64(fn, args, wrt, absent, harness):
+                                                      torch.randn(6, 4, dtype=torch.float64)], (0, 1), {"MatMul"},
+     set()),
+    (lambda x, w, b: F.linear(x, w, b).exp(), [torch.randn(2, 5, 4, dtype=torch.float64),
+                                               torch.randn(6, 4, dtype=torch.float64),
+                                               torch.randn(6, dtype=torch.float64)], (0, 1, 2), {"Transpose"},
+     {"Transpose", "MatMul", "Add"}),
+], ids=["attention", "linear_transposed", "linear_biased"])
+def test_fused_gradients_in_float64(fn, args, wrt, absent, forward_absent, harness):
     """Through the whole builder: the gradients hold against autograd at float64 tolerances and
-    the backward graph has none of the kernels the rewrites fold away."""
+    neither graph has the kernels the rewrites fold away (the forward graph is fused too)."""
     torch.manual_seed(0)
     runner = harness.check_gradients(fn, args, wrt_args=wrt, dynamic=False)  # static: no batch reductions between
     backward_ops = set(harness.op_types(runner.graphs.backward))
-    assert "FusedMatMul" in backward_ops and not absent & backward_ops, backward_ops
+    forward_ops = set(harness.op_types(runner.graphs.forward))
+    assert {"FusedMatMul", "Gemm"} & backward_ops and not absent & backward_ops, backward_ops
+    assert not forward_absent & forward_ops, forward_ops
