@@ -23,9 +23,9 @@ class UnsupportedOptionError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Options:
-    """How to wrap a module, validated here and nowhere else (front ends turn the ``ValueError`` into
-    their own usage error). Each implementation maps these to its own knobs and refuses the rest
-    (:meth:`refuse_unmapped`)."""
+    """How to wrap a module, validated here: front ends turn the ``ValueError`` into their own usage
+    error (or offer :data:`DEVICES` as choices), never check a value again. Each implementation maps
+    these to its own knobs and refuses the rest (:meth:`refuse_unmapped`)."""
 
     memory_opt_level: int = 0
     memory_opt_config: tuple[str, ...] = ()
