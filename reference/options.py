@@ -9,6 +9,10 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from reference.recompute import LEVELS
+from reference.recompute.config import Entry
+from reference.recompute.config import load as load_recompute_config
+
 FALLBACK_POLICIES = ("disable", "auto")
 DEVICES = ("cpu", "cuda")
 # The options that shape the gradient graphs, not the export: a change rebuilds them alone
@@ -21,7 +25,9 @@ class Options:
     """``fallback="auto"``: an export or gradient-build failure warns, counts and runs eager PyTorch;
     ``"disable"``: it raises. ``device``: where the module and the sessions live.
     ``memory_opt_level`` / ``memory_opt_config``: the recompute stage (``reference.recompute``); the
-    config is a sequence of ``"<plan>:<strategy>:<count>"`` entries or the path of a JSON list.
+    config is a sequence of ``"<plan>:<strategy>:<count>"`` entries or the path of a JSON list, parsed
+    here, once, into ``memory_opt_entries`` (which the stages read): a malformed entry or an
+    unreadable file fails at construction, not mid-training.
     ``mem_efficient_grad``: hand each parameter's gradient to torch as soon as the backward graph
     completes it, instead of all at the end (``reference.grads``)."""
 
@@ -30,16 +36,19 @@ class Options:
     memory_opt_level: int = 0
     memory_opt_config: tuple[str, ...] | str | os.PathLike = ()
     mem_efficient_grad: bool = False
+    memory_opt_entries: tuple[Entry, ...] = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.fallback not in FALLBACK_POLICIES:
             raise ValueError(f"unknown fallback policy {self.fallback!r}; valid: {', '.join(FALLBACK_POLICIES)}")
         if self.device not in DEVICES:
             raise ValueError(f"unknown device {self.device!r}; valid: {', '.join(DEVICES)}")
-        if self.memory_opt_level not in (0, 1, 2):
-            raise ValueError(f"memory_opt_level must be 0, 1 or 2, got {self.memory_opt_level!r}")
+        if self.memory_opt_level not in LEVELS:
+            valid = f"{', '.join(map(str, LEVELS[:-1]))} or {LEVELS[-1]}"
+            raise ValueError(f"memory_opt_level must be {valid}, got {self.memory_opt_level!r}")
         if not isinstance(self.memory_opt_config, (str, os.PathLike)):
             object.__setattr__(self, "memory_opt_config", tuple(self.memory_opt_config))
+        object.__setattr__(self, "memory_opt_entries", load_recompute_config(self.memory_opt_config))
 
     @property
     def memory_options(self) -> tuple:

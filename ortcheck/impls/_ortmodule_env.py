@@ -113,6 +113,11 @@ def _config_file(plans: tuple[str, ...]) -> str:
     return path
 
 
+# The Options ORTModule is given: ``device`` by moving the module there (ORTModule follows it), the
+# rest through env_for's variables. Any other option off its default is refused (Options.refuse_unmapped).
+MAPPED = ("device", "fallback", "skip_checks", "memory_opt_level", "memory_opt_config", "mem_efficient_grad")
+
+
 def env_for(options: Options) -> dict[str, str | None]:
     """The value of every variable we own while a wrapped module is built or runs, for ``options``.
 

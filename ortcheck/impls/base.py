@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 import torch
 
@@ -23,7 +23,9 @@ class UnsupportedOptionError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Options:
-    """How to wrap a module. Each implementation maps these to its own knobs."""
+    """How to wrap a module, validated here: front ends turn the ``ValueError`` into their own usage
+    error (or offer :data:`DEVICES` as choices), never check a value again. Each implementation maps
+    these to its own knobs and refuses the rest (:meth:`refuse_unmapped`)."""
 
     memory_opt_level: int = 0
     memory_opt_config: tuple[str, ...] = ()
@@ -39,6 +41,16 @@ class Options:
             raise ValueError(f"unknown device {self.device!r}; valid: {', '.join(DEVICES)}")
         if self.memory_opt_level not in (0, 1, 2):
             raise ValueError(f"memory_opt_level must be 0, 1 or 2, got {self.memory_opt_level!r}")
+
+    def refuse_unmapped(self, mapped: Collection[str], pipeline: str) -> None:
+        """Refuse by name every option off its default that ``pipeline`` does not map (``mapped``):
+        a property checked under an option silently ignored would report a pass for something
+        never run. A field added here is thereby refused until an adapter maps it."""
+        unsupported = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
+                       if f.name not in mapped and getattr(self, f.name) != f.default]
+        if unsupported:
+            raise UnsupportedOptionError(f"{pipeline} does not implement Options({', '.join(unsupported)}); "
+                                         f"it implements: {', '.join(mapped)}")
 
 
 @dataclasses.dataclass

@@ -54,6 +54,7 @@ class OrtModuleImpl(Implementation):
         return BITSANDBYTES_BLOCK_SIZES
 
     def wrap(self, module: torch.nn.Module, options: Options = Options()) -> torch.nn.Module:
+        options.refuse_unmapped(_ortmodule_env.MAPPED, "ORTModule")
         ortmodule = _ortmodule_env.load()
         env = _ortmodule_env.env_for(options)
         module = module.to(options.device)
@@ -79,6 +80,7 @@ class OrtModuleImpl(Implementation):
     def reconfigure(self, wrapped: torch.nn.Module, options: Options) -> None:
         """ORTModule has no API for it: its users export new ORTMODULE_* variables and go on
         training. The variables set around every later forward change accordingly."""
+        options.refuse_unmapped(_ortmodule_env.MAPPED, "ORTModule")
         _ortmodule_observe.change_env(wrapped, _ortmodule_env.env_for(options))
 
     def flatten(self, data: Any) -> tuple[list[torch.Tensor], Any]:

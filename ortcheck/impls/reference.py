@@ -14,8 +14,7 @@ import importlib.util
 import torch
 
 from ortcheck.impls._reference_io import ReferenceIO
-from ortcheck.impls.base import (Capability, Implementation, MemoryPlan, MemoryPlans, Observations, Options,
-                                 UnsupportedOptionError)
+from ortcheck.impls.base import Capability, Implementation, MemoryPlan, MemoryPlans, Observations, Options
 from ortcheck.models.linear4bit import ORT_CPU_BLOCK_SIZES
 
 # Harness options the pipeline maps one to one; every other field must keep its default.
@@ -67,12 +66,7 @@ class ReferenceImpl(ReferenceIO, Implementation):
         return ReferenceOptions(**{name: getattr(options, name) for name in _MAPPED})
 
     def check_options(self, options: Options) -> None:
-        unsupported = [f"{f.name}={getattr(options, f.name)!r}" for f in dataclasses.fields(options)
-                       if f.name not in _MAPPED and getattr(options, f.name) != f.default]
-        if unsupported:
-            raise UnsupportedOptionError(
-                f"the reference pipeline does not implement Options({', '.join(unsupported)}) yet; "
-                f"it implements: {', '.join(_MAPPED)}")
+        options.refuse_unmapped(_MAPPED, "the reference pipeline")
 
     def observe(self, wrapped) -> Observations:
         return Observations(**dataclasses.asdict(wrapped.counters()))

@@ -5,6 +5,8 @@ A suite about how gradients reach torch (grad delivery, DDP) says so with the ``
 marker, and ``options`` comes once per mode: no suite overrides a plugin fixture."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from ortcheck import impls
@@ -39,9 +41,10 @@ def device(request) -> str:
 
 
 @pytest.fixture(scope="session")
-def options(request, device) -> Options:
-    """The wrapping options: defaults on ``--device``; under ``both_delivery_modes``, the mode's."""
-    return Options(device=device, mem_efficient_grad=getattr(request, "param", "default") == "mem_efficient")
+def options(request) -> Options:
+    """The wrapping options: the command line's; under ``both_delivery_modes``, the mode's."""
+    mode = getattr(request, "param", "default")
+    return dataclasses.replace(request.config.ortcheck_options, mem_efficient_grad=mode == "mem_efficient")
 
 
 def pytest_collection_modifyitems(items):

@@ -1,11 +1,12 @@
-"""The plugin's command-line options and markers, and what they select: implementations, device, machine."""
+"""The plugin's command-line options and markers, and what they select: implementations, the wrapping
+options (``--device``, validated by :class:`~ortcheck.impls.Options` itself), machine."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import settings
 
 from ortcheck import impls, machine, profiles
-from ortcheck.impls import DEVICES
+from ortcheck.impls import DEVICES, Options
 
 MARKERS = ("gpu: needs a CUDA device (run with --device cuda)",
            "nightly: long-running; runs with --nightly",
@@ -46,14 +47,22 @@ def pytest_configure(config):
     if not config.getoption("hypothesis_profile", default=None):
         settings.load_profile(profiles.default_profile())
     config.ortcheck_impls = selected_impls(config)
-    config.ortcheck_device = config.getoption("device")
-    if config.ortcheck_device not in DEVICES:
-        raise pytest.UsageError(f"--device {config.ortcheck_device!r} is not valid; valid: {', '.join(DEVICES)}")
+    config.ortcheck_options = command_line_options(config)
+    config.ortcheck_device = config.ortcheck_options.device
     config.ortcheck_machine = machine.current(config.ortcheck_device)
     for name in config.getoption("require_impl"):
         reason = impls.get(_known(name)).unavailable_reason()
         if reason:
             raise pytest.UsageError(f"--require-impl {name}: unavailable here: {reason}")
+
+
+def command_line_options(config) -> Options:
+    """The wrapping options the command line asks for (the ``options`` fixture starts from these);
+    :class:`Options` validates them, and a value it refuses is a usage error in its words."""
+    try:
+        return Options(device=config.getoption("device"))
+    except ValueError as error:
+        raise pytest.UsageError(f"--device: {error}") from None
 
 
 def _known(name: str) -> str:

@@ -98,7 +98,7 @@ def build(compiled: Compiled, state: GraphState, trainable_keys: set[str], tenso
     compiled.gradient_graphs = graphs
     if options.recomputes:
         graphs, compiled.memory_report = recompute.optimize(
-            graphs, options.memory_opt_level, options.memory_opt_config, compiled.sizes)
+            graphs, options.memory_opt_level, options.memory_opt_entries, compiled.sizes)
     compiled.runner = TrainingRunner(graphs, compiled.graph_inputs, state.device, staged)
 
 

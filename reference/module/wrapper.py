@@ -18,7 +18,6 @@ import torch
 from reference import nested_io
 from reference.autodiff import UnsupportedOpError
 from reference.export import ExportError
-from reference.recompute import config as recompute_config
 from reference.module import compiled as compile_stage
 from reference.options import Counters, Options
 from reference.seams import Seam
@@ -96,7 +95,6 @@ def structure(module: torch.nn.Module) -> tuple:
 class ReferenceModule(torch.nn.Module):
     def __init__(self, module: torch.nn.Module, options: Options = Options()):
         super().__init__()
-        recompute_config.load(options.memory_opt_config)  # a malformed entry fails here, not mid-training
         self.module = module.to(options.device)
         self._options = options
         self._graphs = START_GRAPHS.value
@@ -152,7 +150,6 @@ class ReferenceModule(torch.nn.Module):
     def set_options(self, options: Options) -> None:
         """Use ``options`` from the next forward on: a changed memory optimizer rebuilds the gradient
         graphs (the transition machine decides), a changed fallback policy applies at once."""
-        recompute_config.load(options.memory_opt_config)
         self.__dict__["_options"] = options
 
     def memory_report(self):

@@ -1,6 +1,6 @@
 """The recompute stage (docs/architecture.md, "Recompute"): the memory optimizer.
 
-``optimize(graphs, level, config, sizes)`` takes the autodiff stage's forward/backward pair and
+``optimize(graphs, level, entries, sizes)`` takes the autodiff stage's forward/backward pair and
 returns a pair that recomputes in backward what the chosen plans cover, with the report of every
 plan. Levels: 0 applies the config only; 1 every strategy-1 plan, layer-wise (transformer layer
 inputs stay stashed) and ignoring the config; 2 also the strategy-2 (compromise) plans.
@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 from reference.autodiff import GradientGraphs
 from reference.recompute import config as config_stage
 from reference.recompute import report as report_stage
-from reference.recompute.config import RecomputeConfigError
+from reference.recompute.config import Entry, RecomputeConfigError
 from reference.recompute.graph import ForwardFacts
 from reference.recompute.plans import COMPROMISE, RECOMPUTE, Plan, find_plans, layer_inputs
 from reference.recompute.report import MemoryReport, PlanRow
@@ -26,13 +26,13 @@ APPLIED_SHORT_BY = Seam("occurrences applied fewer than asked", 0)
 __all__ = ["LEVELS", "MemoryReport", "PlanRow", "RecomputeConfigError", "optimize", "find_plans"]
 
 
-def optimize(graphs: GradientGraphs, level: int = 0, config: Sequence[str] | str | None = (),
+def optimize(graphs: GradientGraphs, level: int = 0, entries: Sequence[Entry] = (),
              sizes: Mapping[str, int] = {}) -> tuple[GradientGraphs, MemoryReport]:
-    """Recompute what ``level``/``config`` select; ``sizes`` (dimension name -> size on the batch
+    """Recompute what ``level`` and the config's parsed ``entries`` (``config.load``: the wrapper's
+    ``Options`` parse them once, when built) select; ``sizes`` (dimension name -> size on the batch
     the graph is built for) turns the report's symbolic savings into bytes."""
     if level not in LEVELS:
         raise RecomputeConfigError(f"memory optimization level must be one of {LEVELS}, got {level!r}")
-    entries = config_stage.load(config)
     facts = ForwardFacts(graphs)
     boundaries = layer_inputs(facts) if level >= 1 else set()
     plans = find_plans(facts, level, boundaries)

@@ -253,7 +253,7 @@ def test_required_impl_that_is_unavailable_is_an_error_not_a_skip(python, projec
 def test_unknown_device_is_a_usage_error(python, project):
     result = run(python, project, "suites", "--device", "tpu")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--device 'tpu' is not valid; valid: cpu, cuda*"])
+    result.stderr.fnmatch_lines(["*--device: unknown device 'tpu'; valid: cpu, cuda*"])
 
 
 def test_update_goldens_writes_then_the_next_run_compares_against_them(python, project, tmp_path):

@@ -51,19 +51,19 @@ def test_a_missing_config_file_is_refused_naming_it(tmp_path):
 
 def test_a_plan_that_matches_nothing_lists_the_plans_that_exist(bloom):
     with pytest.raises(RecomputeConfigError) as raised:
-        optimize(bloom.graphs, 0, ["Foo+:1:-1"], bloom.sizes)
+        optimize(bloom.graphs, 0, load(["Foo+:1:-1"]), bloom.sizes)
     assert "'Foo+:1:-1' matches no plan of this graph; plans: Dropout+:1, Gather+:1, Gelu+:1" in str(raised.value)
 
 
 def test_a_strategy_the_plan_lacks_is_refused(bloom):
     with pytest.raises(RecomputeConfigError, match="plan Gelu\\+ has no strategy 2 .*; it offers: 1"):
-        optimize(bloom.graphs, 0, ["Gelu+:2:-1"], bloom.sizes)
+        optimize(bloom.graphs, 0, load(["Gelu+:2:-1"]), bloom.sizes)
 
 
 def test_the_last_entry_for_a_plan_wins(bloom):
-    _, report = optimize(bloom.graphs, 0, ["Gelu+:1:-1", "Gelu+:1:1"], bloom.sizes)
+    _, report = optimize(bloom.graphs, 0, load(["Gelu+:1:-1", "Gelu+:1:1"]), bloom.sizes)
     assert {row.name: row.applied for row in report.plans}["Gelu+"] == 1
-    _, report = optimize(bloom.graphs, 0, ["Gelu+:1:-1", "Gelu+:0:-1"], bloom.sizes)
+    _, report = optimize(bloom.graphs, 0, load(["Gelu+:1:-1", "Gelu+:0:-1"]), bloom.sizes)
     assert not any(row.enabled for row in report.plans)
 
 

@@ -6,6 +6,7 @@ import sympy
 import torch
 
 from reference.recompute import optimize
+from reference.recompute.config import load
 from reference.grads import OrtGraphFunction
 from reference.runtime import TrainingRunner
 
@@ -22,7 +23,7 @@ def run(built, graphs):
 @pytest.mark.parametrize("level, config", [(0, ["Gelu+:1:-1", "Dropout+:1:1"]), (1, ()), (2, ())])
 def test_recompute_changes_no_bit_and_saves_what_the_report_claims(bloom, level, config):
     logits, grads, stashed_bytes, _ = run(bloom, bloom.graphs)
-    optimized, report = optimize(bloom.graphs, level, config, bloom.sizes)
+    optimized, report = optimize(bloom.graphs, level, load(config), bloom.sizes)
     logits2, grads2, stashed_bytes2, _ = run(bloom, optimized)
     assert torch.equal(logits, logits2) and all(torch.equal(a, b) for a, b in zip(grads, grads2))
     claimed = sum(row.applied_saving for row in report.plans) - report.kept_leaf_bytes
@@ -30,7 +31,7 @@ def test_recompute_changes_no_bit_and_saves_what_the_report_claims(bloom, level,
 
 
 def test_recomputed_nodes_are_named_after_their_forward_nodes(bloom):
-    optimized, _ = optimize(bloom.graphs, 0, ["Gelu+:1:-1"], bloom.sizes)
+    optimized, _ = optimize(bloom.graphs, 0, load(["Gelu+:1:-1"]), bloom.sizes)
     recomputed = [node for node in optimized.backward.graph.node if node.name.endswith("_recompute")]
     assert [node.op_type for node in recomputed] == ["Gelu", "Gelu"]
     assert not any("Gelu_output_0" in name for name in optimized.stashed)
