@@ -148,6 +148,9 @@ class GradientContext:
     def dims(self, name: str) -> list[Dim] | None:
         return self.forward_model.dims(name)
 
+    def symbolic_dims(self, name: str) -> list[Dim] | None:
+        return self.forward_model.symbolic_dims(name)
+
     def elem_type(self, name: str) -> int:
         elem_type = self.forward_model.elem_type(name)
         if elem_type is None:

@@ -15,6 +15,7 @@ import onnx
 from onnx import TensorProto, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
+from reference.autodiff import symbolic_shapes
 from reference.autodiff.names import UniqueNames
 
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16})
@@ -48,6 +49,7 @@ class ForwardModel:
         self._producers = {name: node for node in self.nodes for name in node.output if name}
         self._computed_from_constants = _computed_from_constants(self.nodes, set(self._initializers))
         self._folded: dict[str, np.ndarray] = {}
+        self._symbolic_types: dict[str, onnx.TypeProto] | None = None
 
     # ---- facts -------------------------------------------------------------------------------
     def elem_type(self, name: str) -> int | None:
@@ -66,6 +68,20 @@ class ForwardModel:
         if value_type is None or not value_type.tensor_type.HasField("shape"):
             return None
         return [_dim(d) for d in value_type.tensor_type.shape.dim]
+
+    def symbolic_dims(self, name: str) -> list[int | str | None] | None:
+        """``name``'s dims from onnxruntime's symbolic inference (no merging: two equal names are
+        equal sizes), computed on first use; None where it knows nothing or could not finish."""
+        if self._symbolic_types is None:
+            try:
+                self._symbolic_types = symbolic_shapes.inferred_types(self.model, auto_merge=False)
+            except Exception:  # noqa: BLE001 (it raises bare Exception; ONNX inference's facts stand alone then)
+                self._symbolic_types = {}
+        value_type = self._symbolic_types.get(name)
+        if value_type is None or not value_type.tensor_type.HasField("shape"):
+            return None
+        return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                for d in value_type.tensor_type.shape.dim]
 
     def rank(self, name: str) -> int:
         dims = self.dims(name)

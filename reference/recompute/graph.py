@@ -13,10 +13,8 @@ import numpy as np
 import onnx
 import sympy
 from onnx import helper, numpy_helper
-from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
-from reference.autodiff import GradientGraphs
-from reference.autodiff.fuse.graph import MICROSOFT, GraphFacts, attribute, copied
+from reference.autodiff import GradientGraphs, symbolic_shapes
 
 
 class ForwardFacts:
@@ -33,9 +31,7 @@ class ForwardFacts:
         self.inputs = {value.name for value in graph.input}
         self.initializers = {tensor.name: tensor for tensor in graph.initializer}
         self.stashed = set(graphs.stashed)
-        inferred = SymbolicShapeInference.infer_shapes(_shape_twin(graphs.forward), auto_merge=True,
-                                                       guess_output_rank=False)
-        self.types = {v.name: v.type for v in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
+        self.types = symbolic_shapes.inferred_types(graphs.forward, auto_merge=True)
 
     def is_free(self, name: str) -> bool:
         """Readable in backward at no cost: a graph input (saved anyway), an initializer, a constant."""
@@ -84,28 +80,3 @@ def _dim_expr(dim: int | str) -> sympy.Expr:
     return sympy.sympify(dim, locals={name: sympy.Symbol(name, positive=True, integer=True)
                                       for name in re.findall(r"[A-Za-z_]\w*", dim)})
 
-
-def _shape_twin(model: onnx.ModelProto) -> onnx.ModelProto:
-    """``model`` with each com.microsoft FusedMatMul (which the symbolic inference does not know) as
-    the Transpose and MatMul of the same shapes, its output under the same name."""
-    fused = [node for node in model.graph.node if node.op_type == "FusedMatMul" and node.domain == MICROSOFT]
-    if not fused:
-        return model
-    facts, twin = GraphFacts(model, types=True), copied(model)
-    nodes = []
-    for node in twin.graph.node:
-        if node.op_type != "FusedMatMul" or node.domain != MICROSOFT:
-            nodes.append(node)
-            continue
-        operands = list(node.input)
-        for k, flag in enumerate(("transA", "transB")):
-            rank = facts.rank(operands[k])
-            if attribute(node, flag, 0) and rank is not None and rank >= 2:
-                swapped = f"{node.output[0]}/shape_twin/{flag}"
-                nodes.append(helper.make_node("Transpose", [operands[k]], [swapped],
-                                              perm=[*range(rank - 2), rank - 1, rank - 2]))
-                operands[k] = swapped
-        nodes.append(helper.make_node("MatMul", operands, list(node.output), name=node.name))
-    del twin.graph.node[:]
-    twin.graph.node.extend(nodes)
-    return twin

@@ -64,3 +64,7 @@ def test_tiny_bloom_gradients_match_eager(harness):
     assert expected_ops <= set(harness.op_types(runner.graphs.forward))
     assert harness.op_types(runner.graphs.backward).count("Sum") >= 1  # the tied embedding
     assert all(runner.graphs.input_grads[name] for name, _ in model.named_parameters())
+    # ONNX's inference gives the heads' round trip fresh symbols; onnxruntime's symbolic one the
+    # input's sizes, so no residual Add or masked fill sums its gradient at run time (copying it)
+    assert not [node for node in runner.graphs.backward.graph.node if node.op_type == "ReduceSum"
+                and any(a.name == "noop_with_empty_axes" and a.i for a in node.attribute)]
