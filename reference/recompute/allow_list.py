@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-_SHAPE_OPS = ("Reshape", "Unsqueeze", "Squeeze", "Expand", "Tile", "Slice", "Split", "Concat")
+_SHAPE_OPS = ("Reshape", "Unsqueeze", "Squeeze", "Expand", "Tile", "Slice", "Split", "Concat", "Flatten")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +43,8 @@ ALLOW_LIST: dict[str, Recomputable] = {
     # transposes): docs/architecture.md, "Recompute".
     "Transpose": Recomputable((0,), min_level=1),
     "FusedMatMul": Recomputable((0, 1), min_level=1),
+    # A Linear layer's product with its bias, as reference.autodiff.fuse writes it (MatMul + Add).
+    "Gemm": Recomputable((0, 1, 2), min_level=1),
 }
 
 # A value made by an op outside the allow-list may still end a plan, stashed in place of what the

@@ -9,7 +9,8 @@ memory optimizer sees them, so every recompute level runs the same graphs.
 """
 from reference.autodiff.fuse.registry import REWRITES, fuse, rewrite
 from reference.autodiff.fuse import (  # noqa: F401  (importing a rewrite registers it, in this order)
-    common_subexpressions, transposed_operands, transposed_results, scaled_products, biased_products,
+    common_subexpressions, transposed_operands, transposed_results, scaled_products, summed_products,
+    biased_products,
 )
 
 __all__ = ["REWRITES", "fuse", "rewrite"]

@@ -13,6 +13,9 @@ from onnx import TensorProto, numpy_helper
 from reference.export.reads import reads
 
 MICROSOFT = "com.microsoft"
+# The doc_string of the Sums the gradient builder writes to accumulate one value's gradient: every
+# input has the output's shape (each contribution was reduced to the value's shape), no broadcast.
+SAME_SHAPE_SUM = "gradient accumulation: every input has the output's shape"
 # Element types the products a rewrite emits compute in on CPU (onnxruntime 1.31's FusedMatMul
 # kernels: float and double; Gemm the same and more).
 PRODUCT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE})
@@ -159,3 +162,48 @@ def _live(nodes: list[onnx.NodeProto], outputs: set[str]) -> list[onnx.NodeProto
             kept.append(node)
             needed.update(reads(node))
     return kept[::-1]
+
+
+def onnx_opset(model: onnx.ModelProto) -> int:
+    return next((entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), 0)
+
+
+def linear_product(facts: GraphFacts, product: onnx.NodeProto) -> dict | None:
+    """``alpha``, ``trans_b`` and the output width ``n`` of a float or double ``x @ w`` (MatMul, or
+    FusedMatMul with at most w transposed) with a 2-D ``w`` of known width and ``x`` of rank >= 2."""
+    if product.op_type == "MatMul" and not product.domain:
+        alpha, trans_b = 1.0, 0
+    elif product.op_type == "FusedMatMul" and product.domain == MICROSOFT and not any(
+            attribute(product, name, 0) for name in ("transA", "transBatchA", "transBatchB")):
+        alpha, trans_b = attribute(product, "alpha", 1.0), attribute(product, "transB", 0)
+    else:
+        return None
+    x, w = product.input
+    dims = facts.dims(w)
+    if (facts.elem_type(product.output[0]) not in PRODUCT_TYPES or (facts.rank(x) or 0) < 2 or dims is None
+            or len(dims) != 2 or dims[1 - trans_b] is None):
+        return None
+    return {"alpha": alpha, "trans_b": trans_b, "n": dims[1 - trans_b]}
+
+
+# Shape's start/end, which unflattened() reads the leading axes with.
+MIN_OPSET_TO_FLATTEN = 15
+
+
+def as_rows(x: str, rank: int, rows: str) -> tuple[list[onnx.NodeProto], str]:
+    """(nodes, name) of ``x`` flattened to the 2-D rows a Gemm takes (a view), if its rank is > 2."""
+    if rank <= 2:
+        return [], x
+    return [onnx.helper.make_node("Flatten", [x], [rows], axis=-1)], rows
+
+
+def unflattened(result: str, like: str, width: int, output: str, prefix: str) -> list[onnx.NodeProto]:
+    """Nodes reshaping 2-D ``result`` to ``like``'s leading axes and ``width`` as ``output``."""
+    leading, width_name, shape = f"{prefix}/leading", f"{prefix}/width", f"{prefix}/shape"
+    return [
+        onnx.helper.make_node("Shape", [like], [leading], end=-1),
+        onnx.helper.make_node("Constant", [], [width_name],
+                              value=numpy_helper.from_array(np.array([width], dtype=np.int64))),
+        onnx.helper.make_node("Concat", [leading, width_name], [shape], axis=0),
+        onnx.helper.make_node("Reshape", [result, shape], [output]),
+    ]

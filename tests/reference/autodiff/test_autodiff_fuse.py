@@ -13,6 +13,8 @@ from onnx import TensorProto, helper, numpy_helper
 from reference.autodiff.fuse import REWRITES, fuse
 from reference.autodiff.fuse.biased_products import fold_biases_into_products
 from reference.autodiff.fuse.common_subexpressions import share_common_subexpressions
+from reference.autodiff.fuse.graph import SAME_SHAPE_SUM
+from reference.autodiff.fuse.summed_products import accumulate_products_in_gemm
 from reference.autodiff.fuse.scaled_products import fold_scales_into_products
 from reference.autodiff.fuse.transposed_operands import fold_transposed_operands
 from reference.autodiff.fuse.transposed_results import fold_transposed_results
@@ -196,9 +198,31 @@ def test_biases_stay_when_they_are_not_one_per_output_column():
     assert ops(fold_biases_into_products(proto)) == ["Add", "MatMul"]
 
 
+@pytest.mark.parametrize("x_shape, marked, extra, fused", [
+    ([2, 3, 4], True, False, ["Concat", "Constant", "Flatten", "Flatten", "Flatten", "Gemm", "Gemm", "Gemm", "Reshape",
+                              "Shape"]),
+    ([6, 4], True, True, ["Gemm", "Gemm", "Gemm", "Sum"]),  # a summand that is no product stays in a Sum
+    ([2, 3, 4], False, False, None),  # a Sum the builder did not mark may broadcast: kept
+])
+def test_summed_products_accumulate_in_one_gemm_chain(x_shape, marked, extra, fused):
+    """The gradient of a value read by three Linear layers (attention's query, key and value)."""
+    products = [node("MatMul", [f"dy{k}", f"w{k}"], [f"p{k}"]) for k in range(3)]
+    summands = [f"p{k}" for k in range(3)] + (["other"] if extra else [])
+    total = node("Sum", summands, ["dx"], doc_string=SAME_SHAPE_SUM if marked else None)
+    shapes = {**{f"dy{k}": [*x_shape[:-1], 5] for k in range(3)}, **{f"w{k}": [5, 4] for k in range(3)}}
+    if extra:
+        shapes["other"] = x_shape
+    proto = model([*products, total], shapes, ["dx"])
+    folded = accumulate_products_in_gemm(proto)
+    assert ops(folded) == (fused or ops(proto))
+    feeds = dict(zip(shapes, values(*shapes.values())))
+    want = sum(feeds[f"dy{k}"] @ feeds[f"w{k}"] for k in range(3)) + (feeds["other"] if extra else 0)
+    np.testing.assert_allclose(run(folded, feeds)[0], want, rtol=1e-14, atol=1e-14)
+
+
 def test_the_loop_runs_every_rewrite_and_refuses_unknown_names():
     assert list(REWRITES) == ["common_subexpressions", "transposed_operands", "transposed_results", "scaled_products",
-                              "biased_products"]
+                              "summed_products", "biased_products"]
     with pytest.raises(ValueError, match="unknown rewrites"):
         fuse(model([], {}, []), skip=["no_such_rewrite"])
 
@@ -217,7 +241,11 @@ def attention(q, k, v):
                                                torch.randn(6, 4, dtype=torch.float64),
                                                torch.randn(6, dtype=torch.float64)], (0, 1, 2), {"Transpose"},
      {"Transpose", "MatMul", "Add"}),
-], ids=["attention", "linear_transposed", "linear_biased"])
+    (lambda x, a, b: F.linear(x, a) * F.linear(x, b), [torch.randn(2, 5, 4, dtype=torch.float64),
+                                                        torch.randn(6, 4, dtype=torch.float64),
+                                                        torch.randn(6, 4, dtype=torch.float64)], (0, 1, 2),
+     {"Sum", "MatMul"}, {"Transpose"}),
+], ids=["attention", "linear_transposed", "linear_biased", "read_by_two_linears"])
 def test_fused_gradients_in_float64(fn, args, wrt, absent, forward_absent, harness):
     """Through the whole builder: the gradients hold against autograd at float64 tolerances and
     neither graph has the kernels the rewrites fold away (the forward graph is fused too)."""
