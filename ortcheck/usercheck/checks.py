@@ -18,7 +18,7 @@ from ortcheck.checks.oracle import assert_curve_matches_oracle
 from ortcheck.checks.runs import RUNS
 from ortcheck.impls.base import Capability, Implementation, Options
 from ortcheck.nested import leaves, map_leaves
-from ortcheck.stateful.contract import Call, Contract
+from ortcheck.stateful.contract import Call, Contract, unit_axes
 from ortcheck.stateful.control_values import control_values
 from ortcheck.usercheck.calls import batch_runs, judged_call, one_call, requiring_grad, runs_of
 from ortcheck.usercheck.result import FAIL, NA, PASS, Outcome
@@ -175,7 +175,7 @@ def _call(subject: Subject, modules: dict, batch: Batch, training: bool, grad_en
     args, kwargs = map_leaves((batch.args, batch.kwargs), _to(subject.options.device))
     return Call((signature,), training, subject.options.device, 0, tuple(t.requires_grad for t in tensors),
                 trainable, grad_enabled, (subject.options.memory_opt_level, subject.options.memory_opt_config),
-                control_values(modules["eager"], args, kwargs))
+                control_values(modules["eager"], args, kwargs), unit_axes(tensors))
 
 
 def _assert_counters(subject: Subject, wrapped: torch.nn.Module, contract: Contract, when: str) -> None:
