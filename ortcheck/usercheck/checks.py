@@ -1,7 +1,7 @@
 """The checks on one user model, each judged by the float64 oracle or the transition contract.
 
 One function per check, taking a :class:`Subject` and returning a detail line; an AssertionError
-inside becomes FAIL with its message (as does an exception of the pipeline), and a check that does not apply raises :class:`NotApplicable`
+inside becomes FAIL with its message (as does an exception or a crash of the pipeline), and a check that does not apply raises :class:`NotApplicable`
 with the reason (n/a, as in the matrix). Each check starts from fresh copies of the model, so one failure
 cannot leak into the next.
 """
@@ -21,6 +21,7 @@ from ortcheck.nested import leaves, map_leaves
 from ortcheck.stateful.contract import Call, Contract, unit_axes
 from ortcheck.stateful.control_values import control_values
 from ortcheck.usercheck.calls import batch_runs, judged_call, one_call, requiring_grad, runs_of
+from ortcheck.usercheck.isolated import Crashed, isolated
 from ortcheck.usercheck.result import FAIL, NA, PASS, Outcome
 from ortcheck.usercheck.targets import Batch, make_batch
 
@@ -123,8 +124,12 @@ class NotApplicable(Exception):
 
 
 def run_check(name: str, subject: Subject) -> Outcome:
+    """The check's outcome; it runs in a child process (:mod:`ortcheck.usercheck.isolated`), so a crash
+    of the implementation fails this check alone."""
     try:
-        return Outcome(name, PASS, CHECKS[name](subject))
+        return Outcome(name, PASS, isolated(CHECKS[name], subject, device=subject.options.device))
+    except Crashed as crash:
+        return Outcome(name, FAIL, str(crash))
     except NotApplicable as reason:
         return Outcome(name, NA, str(reason))
     except AssertionError as error:
