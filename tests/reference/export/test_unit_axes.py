@@ -7,25 +7,8 @@ import pytest
 import torch
 
 from reference import ReferenceModule
+from ortcheck.models.size_one import RowsLikePositions, ScalesASingleRow
 from reference.transitions.machine import REUSED, UNIT_AXES_CHANGED
-
-
-class RowsLikePositions(torch.nn.Module):
-    """transformers' packed-sequence check: one row of positions, expanded where the batch has more."""
-
-    def forward(self, x):
-        positions = torch.arange(x.shape[1], dtype=x.dtype).unsqueeze(0)
-        if positions.shape[0] != x.shape[0]:
-            positions = positions.expand(x.shape[0], -1)
-        rows = positions[torch.arange(x.shape[0])]  # raises at batch 3 in a graph that kept one row
-        return x * rows
-
-
-class ScalesASingleRow(torch.nn.Module):
-    """Silently wrong instead: at batch 1 the trace bakes the other branch's scale."""
-
-    def forward(self, x):
-        return x * 2 if x.shape[0] == 1 else x * 3
 
 
 @pytest.mark.parametrize("module", [RowsLikePositions, ScalesASingleRow])
@@ -40,6 +23,8 @@ def test_a_first_batch_of_one_then_larger_batches_train_as_in_eager(module):
         out.pow(2).sum().backward()
         out_eager.pow(2).sum().backward()
         torch.testing.assert_close(x.grad, x_eager.grad)
+        torch.testing.assert_close(wrapped.module.weight.grad, eager.weight.grad)
+        wrapped.module.weight.grad = eager.weight.grad = None
         counters = wrapped.counters()
         assert (counters.exports, counters.last_reason) == (exports, reason), f"batch of {batch}"
 
