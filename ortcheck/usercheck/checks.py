@@ -22,7 +22,7 @@ from ortcheck.stateful.contract import Call, Contract, unit_axes
 from ortcheck.stateful.control_values import control_values
 from ortcheck.usercheck.calls import batch_runs, judged_call, one_call, requiring_grad, runs_of
 from ortcheck.usercheck.isolated import Crashed, isolated
-from ortcheck.usercheck.result import FAIL, NA, PASS, Outcome
+from ortcheck.usercheck.result import FAIL, NA, PASS, Outcome, raised
 from ortcheck.usercheck.targets import Batch, make_batch
 
 SIZES = (2, 3)  # batch sizes: the first call's, and "another size"
@@ -134,9 +134,8 @@ def run_check(name: str, subject: Subject) -> Outcome:
         return Outcome(name, NA, str(reason))
     except AssertionError as error:
         return Outcome(name, FAIL, str(error).splitlines()[0] if str(error) else "assertion failed")
-    except Exception as error:  # the pipeline crashed (inputs were validated in eager before any check)
-        first = (str(error).strip().splitlines() or [""])[0]
-        return Outcome(name, FAIL, f"the implementation raised {type(error).__name__}: {first}")
+    except Exception as error:  # the pipeline raised (inputs were validated in eager before any check)
+        return Outcome(name, FAIL, raised(error))
 
 
 def _train(subject: Subject, modules: dict, steps: int) -> dict[str, dict[str, list[float]]]:

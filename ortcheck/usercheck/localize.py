@@ -21,7 +21,7 @@ import torch
 from ortcheck.usercheck.calls import Projection, check_call, detached, requiring_grad
 from ortcheck.usercheck.isolated import Crashed, isolated
 from ortcheck.usercheck.probes import OpProbe, onnx_ops, record
-from ortcheck.usercheck.result import FAIL, PASS, Localization, OpFinding
+from ortcheck.usercheck.result import FAIL, PASS, Localization, OpFinding, raised
 from ortcheck.usercheck.targets import Batch
 
 ERROR = "error"
@@ -97,11 +97,6 @@ def first_failing_op(impl, options, module: torch.nn.Module, batch: Batch, child
             ops, nodes = onnx_ops(probe, tensors)
             return OpFinding(index, call.name, ops, nodes, tuple(tuple(t.shape) for t in tensors), verdict)
     return None
-
-
-def raised(error: Exception) -> str:
-    first = (str(error).strip().splitlines() or [""])[0]
-    return f"the implementation raised {type(error).__name__}: {first}"
 
 
 def _check_alone(impl, options, module, batch: Batch, path: str, crash: type[Exception] | None = None) -> str | None:

@@ -79,5 +79,6 @@ def _dim_expr(dim: int | str) -> sympy.Expr:
         return sympy.Integer(dim)
     if re.fullmatch(r"[A-Za-z_]\w*", dim):
         return sympy.Symbol(dim, positive=True, integer=True)
+    # names of sympy's functions (floor, Max: symbolic shape inference writes them) stay functions
     return sympy.sympify(dim, locals={name: sympy.Symbol(name, positive=True, integer=True)
-                                      for name in re.findall(r"[A-Za-z_]\w*", dim)})
+                                      for name in re.findall(r"[A-Za-z_]\w*", dim) if not callable(getattr(sympy, name, None))})
