@@ -19,7 +19,11 @@ rules, per forward call:
   (``ortcheck.stateful.control_values``: a mixture of experts' experts hit) differ from those of
   the call the graph was built for, the pipeline *may* instead re-export ("a value the trace turned
   into control flow changed"): a graph that traced them fits them only. The oracle, not this
-  contract, judges whether a pipeline that did not re-export still computes the right values.
+  contract, judges whether a pipeline that did not re-export still computes the right values;
+- likewise where the input axes of size 1 differ from those of the call the graph was built for
+  (``Call.unit_axes``), the pipeline *may* re-export ("the input axes of size 1 changed"): a trace
+  cannot tell an axis of 1 from one that broadcasts, nor follow code that branches on ``size == 1``
+  (torch.export specializes sizes 0 and 1 for that reason). Other size changes never re-export.
 """
 from __future__ import annotations
 
@@ -37,8 +41,9 @@ TRAINABLE_CHANGED = "trainable parameters changed"
 MEMORY_OPTIONS_CHANGED = "memory optimizer options changed"
 DATA_CHANGED = ("a value the trace turned into control flow changed (the graph is keyed by it: data-dependent "
                 "routing such as a mixture of experts' experts hit)")
+UNIT_AXES_CHANGED = "the input axes of size 1 changed (a trace may specialize an axis of size 1)"
 REUSED = "reuse: nothing changed"
-REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, DATA_CHANGED,
+REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, UNIT_AXES_CHANGED, DATA_CHANGED,
            INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
 COUNTERS = ("exports", "gradient_builds", "sessions", "fallbacks")
 # The options that shape the gradient graphs, not the export (the memory optimizer's level and
@@ -64,6 +69,12 @@ class Call:
     grad_enabled: bool = True
     memory_options: tuple = ()  # memory_options(the options in force)
     control_values: tuple | None = None  # what eager's forward read into control flow (None: not recorded)
+    unit_axes: tuple | None = None  # per user tensor, its axes of size 1 (unit_axes(); None: not recorded)
+
+
+def unit_axes(tensors) -> tuple[tuple[int, ...], ...]:
+    """What a :class:`Call` records of its tensors' sizes: per tensor, the axes of size 1."""
+    return tuple(tuple(d for d, size in enumerate(t.shape) if size == 1) for t in tensors)
 
 
 class Contract:
@@ -78,9 +89,9 @@ class Contract:
         export, build, reason = self._decide(call)
         built = self.built.get(call.training)
         self._allowed = None
-        if not export and built is not None and None not in (built.control_values, call.control_values) \
-                and built.control_values != call.control_values:
-            self._allowed = (call, self._after(True, True, DATA_CHANGED))
+        if not export and built is not None:
+            permitted = _may_reexport(built, call)
+            self._allowed = (call, self._after(True, True, permitted)) if permitted else None
         if export or build:
             self.built[call.training] = call
         self.observations = self._after(export, build, reason)
@@ -120,6 +131,15 @@ class Contract:
             self.built[call.training], self._allowed = call, None
             return []
         return _differences(observed, self.observations)
+
+
+def _may_reexport(built: Call, call: Call) -> str | None:
+    """Why a pipeline may re-export for ``call`` though the contract does not require it, if it may."""
+    if None not in (built.unit_axes, call.unit_axes) and built.unit_axes != call.unit_axes:
+        return UNIT_AXES_CHANGED
+    if None not in (built.control_values, call.control_values) and built.control_values != call.control_values:
+        return DATA_CHANGED
+    return None
 
 
 def _differences(observed: Observations, expected: Observations) -> list[str]:

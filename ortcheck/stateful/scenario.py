@@ -19,7 +19,7 @@ from ortcheck.checks.oracle import assert_matches_oracle
 from ortcheck.checks.runs import RUNS, input_runs, module_runs
 from ortcheck.impls.base import Implementation, Options
 from ortcheck.models.transition_subject import TransitionSubject
-from ortcheck.stateful.contract import Call, Contract, memory_options
+from ortcheck.stateful.contract import Call, Contract, memory_options, unit_axes
 from ortcheck.stateful.inputs import Inputs
 from ortcheck.strategies.transitions.actions import (
     Forward, MoveTo, SetAttribute, SetMemoryOptimizer, SetMode, SetRequiresGrad, SetTrainable, Step,
@@ -93,7 +93,8 @@ class Scenario:
             outputs = {run: self.modules[run](*runs_args[run], **kwargs) for run in RUNS}
         self.contract.forward(Call(self.inputs.signature, self.training, self.device, self.attribute_sets,
                                    self.inputs.requiring_grad, frozenset(self._parameter_names()) - self.frozen,
-                                   grad_enabled=not action.no_grad, memory_options=self.memory_options))
+                                   grad_enabled=not action.no_grad, memory_options=self.memory_options,
+                                   unit_axes=unit_axes(args)))
         assert_matches_oracle(outputs, path="output")
         actual, expected = outputs["actual"], outputs["eager"]
         assert actual.requires_grad == expected.requires_grad, (

@@ -1,7 +1,7 @@
 """The checks on one user model, each judged by the float64 oracle or the transition contract.
 
 One function per check, taking a :class:`Subject` and returning a detail line; an AssertionError
-inside becomes FAIL with its message (as does an exception of the pipeline), and a check that does not apply raises :class:`NotApplicable`
+inside becomes FAIL with its message (as does an exception or a crash of the pipeline), and a check that does not apply raises :class:`NotApplicable`
 with the reason (n/a, as in the matrix). Each check starts from fresh copies of the model, so one failure
 cannot leak into the next.
 """
@@ -18,10 +18,11 @@ from ortcheck.checks.oracle import assert_curve_matches_oracle
 from ortcheck.checks.runs import RUNS
 from ortcheck.impls.base import Capability, Implementation, Options
 from ortcheck.nested import leaves, map_leaves
-from ortcheck.stateful.contract import Call, Contract, memory_options
+from ortcheck.stateful.contract import Call, Contract, memory_options, unit_axes
 from ortcheck.stateful.control_values import control_values
 from ortcheck.usercheck.calls import batch_runs, judged_call, one_call, requiring_grad, runs_of
-from ortcheck.usercheck.result import FAIL, NA, PASS, Outcome
+from ortcheck.usercheck.isolated import Crashed, isolated
+from ortcheck.usercheck.result import FAIL, NA, PASS, Outcome, raised
 from ortcheck.usercheck.targets import Batch, make_batch
 
 SIZES = (2, 3)  # batch sizes: the first call's, and "another size"
@@ -123,15 +124,18 @@ class NotApplicable(Exception):
 
 
 def run_check(name: str, subject: Subject) -> Outcome:
+    """The check's outcome; it runs in a child process (:mod:`ortcheck.usercheck.isolated`), so a crash
+    of the implementation fails this check alone."""
     try:
-        return Outcome(name, PASS, CHECKS[name](subject))
+        return Outcome(name, PASS, isolated(CHECKS[name], subject, device=subject.options.device))
+    except Crashed as crash:
+        return Outcome(name, FAIL, str(crash))
     except NotApplicable as reason:
         return Outcome(name, NA, str(reason))
     except AssertionError as error:
         return Outcome(name, FAIL, str(error).splitlines()[0] if str(error) else "assertion failed")
-    except Exception as error:  # the pipeline crashed (inputs were validated in eager before any check)
-        first = (str(error).strip().splitlines() or [""])[0]
-        return Outcome(name, FAIL, f"the implementation raised {type(error).__name__}: {first}")
+    except Exception as error:  # the pipeline raised (inputs were validated in eager before any check)
+        return Outcome(name, FAIL, raised(error))
 
 
 def _train(subject: Subject, modules: dict, steps: int) -> dict[str, dict[str, list[float]]]:
@@ -175,7 +179,7 @@ def _call(subject: Subject, modules: dict, batch: Batch, training: bool, grad_en
     args, kwargs = map_leaves((batch.args, batch.kwargs), _to(subject.options.device))
     return Call((signature,), training, subject.options.device, 0, tuple(t.requires_grad for t in tensors),
                 trainable, grad_enabled, memory_options(subject.options),
-                control_values(modules["eager"], args, kwargs))
+                control_values(modules["eager"], args, kwargs), unit_axes(tensors))
 
 
 def _assert_counters(subject: Subject, wrapped: torch.nn.Module, contract: Contract, when: str) -> None:

@@ -10,15 +10,18 @@ alone (it refuses the export, say) is noted and skipped: it proves nothing eithe
 A crash is localized the same way: where the whole model makes the implementation raise, a part
 "fails alone" when it raises the same exception type alone, so the search ends at the smallest
 submodule, and the first op, that still crash (an op the exporter refuses, a kernel that rejects a
-shape); other exceptions of a part still only mean it cannot run alone.
+shape); other exceptions of a part still only mean it cannot run alone. Every part runs in a child
+process (:mod:`ortcheck.usercheck.isolated`): one that crashes the process alone (a segfault in the
+implementation's native code) fails alone, so a crash is localized too, and the search survives it.
 """
 from __future__ import annotations
 
 import torch
 
 from ortcheck.usercheck.calls import Projection, check_call, detached, requiring_grad
+from ortcheck.usercheck.isolated import Crashed, isolated
 from ortcheck.usercheck.probes import OpProbe, onnx_ops, record
-from ortcheck.usercheck.result import FAIL, PASS, Localization, OpFinding
+from ortcheck.usercheck.result import FAIL, PASS, Localization, OpFinding, raised
 from ortcheck.usercheck.targets import Batch
 
 ERROR = "error"
@@ -58,9 +61,12 @@ def localize(subject, report_dir=None) -> Localization:
     tree = [("", FAIL)]
     current = ""
     try:
-        failure = check_call(impl, options, model, batch, subject.loss_fn, "the model") or "(fails only over several steps)"
+        failure = isolated(check_call, impl, options, model, batch, subject.loss_fn, "the model",
+                           device=options.device) or "(fails only over several steps)"
         crash = None
-    except Exception as error:  # the pipeline crashed on the model: find where that crash lives
+    except Crashed as error:  # the process died: every part that dies alone fails alone
+        crash, failure = Crashed, str(error)
+    except Exception as error:  # the pipeline raised on the model: find where that exception lives
         crash, failure = type(error), raised(error)
     descended = True
     while descended:
@@ -93,16 +99,14 @@ def first_failing_op(impl, options, module: torch.nn.Module, batch: Batch, child
     return None
 
 
-def raised(error: Exception) -> str:
-    first = (str(error).strip().splitlines() or [""])[0]
-    return f"the implementation raised {type(error).__name__}: {first}"
-
-
 def _check_alone(impl, options, module, batch: Batch, path: str, crash: type[Exception] | None = None) -> str | None:
     """The oracle's failure for ``module`` alone, None when it passes, ERROR when it cannot run alone;
     when localizing a ``crash``, raising that exception type alone is the failure."""
     try:
-        return check_call(impl, options, module, requiring_grad(batch), Projection(), path)
+        return isolated(check_call, impl, options, module, requiring_grad(batch), Projection(), path,
+                        device=options.device)
+    except Crashed as error:  # a part that kills the process alone fails alone, whatever the model did
+        return str(error)
     except Exception as error:  # a module the pipeline cannot run alone (refused export, unsupported input)
         return raised(error) if crash is not None and isinstance(error, crash) else ERROR
 

@@ -9,6 +9,15 @@ import dataclasses
 PASS, FAIL, NA = "pass", "FAIL", "n/a"
 
 
+def raised(error: BaseException) -> str:
+    """One line for an exception of the implementation: its type and first line, and where the first
+    line only announces what follows (ORTModule's "error while exporting ...: " then a traceback),
+    the message's last line too, which names the cause."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()] or [""]
+    cause = f" ... {lines[-1]}" if len(lines) > 1 and lines[0].endswith(":") else ""
+    return f"the implementation raised {type(error).__name__}: {lines[0]}{cause}"
+
+
 @dataclasses.dataclass(frozen=True)
 class Outcome:
     check: str

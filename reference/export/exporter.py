@@ -2,7 +2,11 @@
 
 Parameters and buffers become graph inputs, not initializers, so one graph serves every optimizer
 step and gradients can be asked for by input name. Every dimension of every user input and output
-is a dynamic axis: sizes never force a re-export, only the schema does. Buffers forward writes
+is a dynamic axis, except that the axes of size 1 matter: a trace cannot tell an axis of 1 from one
+that broadcasts (transformers' ``if batch_size != position_ids.shape[0]: expand`` traced at batch 1
+keeps one row), nor follow code that branches on ``size == 1``, so a graph fits the calls with size
+1 on the same axes and another pattern of ones re-exports (``reference.transitions``); other sizes
+never do, only the schema does. Buffers forward writes
 (running statistics, counters, EMAs) are extra outputs after the user's (``written_buffers``), the
 new values the caller writes back; a write the trace cannot see is refused by name.
 """

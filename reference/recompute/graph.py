@@ -77,6 +77,6 @@ def _dim_expr(dim: int | str) -> sympy.Expr:
         return sympy.Integer(dim)
     if re.fullmatch(r"[A-Za-z_]\w*", dim):
         return sympy.Symbol(dim, positive=True, integer=True)
-    return sympy.sympify(dim, locals={name: sympy.Symbol(name, positive=True, integer=True)
-                                      for name in re.findall(r"[A-Za-z_]\w*", dim)})
-
+    # names of sympy's functions (floor, Max: symbolic shape inference writes them) stay functions
+    names = [name for name in re.findall(r"[A-Za-z_]\w*", dim) if not callable(getattr(sympy, name, None))]
+    return sympy.sympify(dim, locals={name: sympy.Symbol(name, positive=True, integer=True) for name in names})

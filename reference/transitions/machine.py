@@ -10,7 +10,10 @@ inputs' schema too).
 A graph whose outputs hold Python values (a ``str`` such as ``f"batch{x.shape[0]}"``, a size as an
 ``int``) froze them at export, and they may depend on the input sizes the graph otherwise follows
 dynamically; a graph holding a recurrence unrolled over the traced length fits that length only.
-The state of either records the sizes too (``sizes``), and new sizes re-export. A graph whose trace
+The state of either records the sizes too (``sizes``), and new sizes re-export. Every graph fits only
+the calls with size 1 on the same axes (``unit_axes``: the trace cannot tell such an axis from one
+that broadcasts, and Python code may branch on ``size == 1``; :mod:`reference.export.exporter`):
+another pattern of ones re-exports, and any other sizes follow dynamically. A graph whose trace
 turned values into Python control flow (a mixture of experts' routing: which experts, how many)
 fits the calls that recompute the same values (``guard_values``, :mod:`reference.export.data_guards`):
 another value re-exports.
@@ -35,12 +38,19 @@ MODULE_CHANGED = "module attribute changed"
 INPUTS_GRAD_CHANGED = "inputs requiring grad changed"
 TRAINABLE_CHANGED = "trainable parameters changed"
 MEMORY_OPTIONS_CHANGED = "memory optimizer options changed"
+UNIT_AXES_CHANGED = "the input axes of size 1 changed (a trace may specialize an axis of size 1)"
 SIZES_CHANGED = "input sizes changed (the graph is keyed by sizes: it returns Python values or unrolls a recurrence)"
 DATA_CHANGED = ("a value the trace turned into control flow changed (the graph is keyed by it: data-dependent "
                 "routing such as a mixture of experts' experts hit)")
 REUSED = "reuse: nothing changed"
-REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, SIZES_CHANGED, DATA_CHANGED,
+REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, UNIT_AXES_CHANGED, SIZES_CHANGED,
+           DATA_CHANGED,
            INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
+
+
+def unit_axes(tensors) -> tuple[tuple[int, ...], ...]:
+    """Per tensor, its axes of size 1: a graph traced with them fits only calls with the same ones."""
+    return tuple(tuple(d for d, size in enumerate(t.shape) if size == 1) for t in tensors)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +62,7 @@ class GraphState:
     trainable: tuple[bool, ...]              # per module parameter, named_parameters() order
     module_version: int = 0                  # bumped by every attribute set through the wrapper
     memory_options: tuple = ()               # memory options: optimizer level and config, gradient delivery
+    unit_axes: tuple | None = None           # per user tensor, its axes of size 1
     sizes: tuple | None = None               # per user tensor, where the graph returns Python values
     guard_values: tuple | str | None = None  # where the trace baked values in: the graph's guards for this call
 
@@ -61,7 +72,12 @@ class GraphState:
         """The state a forward of ``module`` on flattened ``tensors`` asks for."""
         state = cls(schema, module.training, device, tuple(t.requires_grad for t in tensors),
                     tuple(p.requires_grad for _, p in module.named_parameters()), module_version, memory_options)
+        state = state.keyed_by_unit_axes(tensors)
         return state.keyed_by_sizes(tensors) if size_keyed else state
+
+    def keyed_by_unit_axes(self, tensors) -> "GraphState":
+        """This state, recording which axes of ``tensors`` have size 1 (every graph is keyed by them)."""
+        return dataclasses.replace(self, unit_axes=unit_axes(tensors))
 
     def keyed_by_sizes(self, tensors) -> "GraphState":
         """This state, recording the sizes of ``tensors`` too (for a graph that returns Python values)."""
@@ -82,7 +98,8 @@ class Transition:
 REUSE = Transition(False, False, REUSED)
 # A device move changes the inputs' device too: naming the device is the more useful reason.
 _EXPORT_CHECKS = (("device", DEVICE_CHANGED), ("schema", SCHEMA_CHANGED), ("training", MODE_CHANGED),
-                  ("module_version", MODULE_CHANGED), ("sizes", SIZES_CHANGED), ("guard_values", DATA_CHANGED))
+                  ("module_version", MODULE_CHANGED), ("unit_axes", UNIT_AXES_CHANGED),
+                  ("sizes", SIZES_CHANGED), ("guard_values", DATA_CHANGED))
 
 
 def decide(previous: GraphState | None, current: GraphState, grad_enabled: bool = True) -> Transition:

@@ -91,3 +91,24 @@ def test_changed_control_values_permit_a_re_export_and_nothing_else():
     followed.mismatches(reexported)  # the contract follows the re-export: built for the new values now
     followed.forward(_call(control_values=(("unbind", 4),)))
     assert followed.mismatches(dataclasses.replace(reexported, last_reason=REUSED)) == []
+
+
+def test_changed_axes_of_size_1_permit_a_re_export_and_other_sizes_do_not():
+    """A first batch of one, then three: a trace at size 1 may have specialized the axis."""
+    from ortcheck.impls.base import Observations
+    from ortcheck.stateful.contract import UNIT_AXES_CHANGED
+
+    def stepped(*axes_seen):
+        contract = Contract()
+        for axes in axes_seen:
+            contract.forward(_call(unit_axes=axes))
+        return contract
+
+    reexported = Observations(exports=2, gradient_builds=2, sessions=2, fallbacks=0, last_reason=UNIT_AXES_CHANGED)
+    reused = Observations(exports=1, gradient_builds=1, sessions=1, fallbacks=0, last_reason=REUSED)
+    for observed in (reexported, reused):
+        assert stepped(((0,),), ((),)).mismatches(observed) == []
+        assert stepped(((),), ((0,),)).mismatches(observed) == []
+    unchanged = stepped(((1,),), ((1,),))  # (4, 1) then (7, 1): the same axes of size 1
+    assert unchanged.mismatches(reexported) and not unchanged.mismatches(reused)
+    assert stepped(None, None).mismatches(reexported)  # not recorded: nothing permitted

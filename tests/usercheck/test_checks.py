@@ -1,5 +1,8 @@
 """Each check of ``ortcheck check`` on a small model: it passes for eager and the reference, and the
 positive control its property is about makes it fail (so a pass means something)."""
+import os
+import signal
+
 import pytest
 
 from controls.gradients import GradientsOffByOnePermille
@@ -78,6 +81,34 @@ def test_a_crash_of_the_pipeline_is_a_failure_with_its_message():
     outcome = _check(_CrashesOnNewSizes(), ("new batch size",)).outcomes[0]
     assert outcome.status == FAIL and outcome.detail == (
         "the implementation raised RuntimeError: Reshape: the graph kept the first batch's size")
+
+
+class _DiesOnNewSizes(EagerImpl):
+    """Dies as native code does (a segfault, an abort) where a graph would be rebuilt for new sizes."""
+    name = "dies_on_new_sizes"
+
+    def __init__(self, die):
+        self.die = die
+
+    def wrap(self, module, options=None):
+        sizes = []
+
+        def die(_, args):
+            sizes.append(args[0].shape)
+            if sizes[0] != args[0].shape:
+                self.die()
+
+        module.register_forward_pre_hook(die)
+        return module
+
+
+@pytest.mark.parametrize("die, signal_name", [(lambda: os.kill(os.getpid(), signal.SIGSEGV), "SIGSEGV"),
+                                              (os.abort, "SIGABRT")])
+def test_a_crash_of_the_process_fails_that_check_and_the_others_still_run(die, signal_name):
+    result = _check(_DiesOnNewSizes(die), ("new batch size", "gradients", "train/eval"))
+    assert [(o.check, o.status) for o in result.outcomes] == [("new batch size", FAIL), ("gradients", PASS),
+                                                              ("train/eval", PASS)], result.format()
+    assert result.outcomes[0].detail == f"the implementation crashed (signal {signal_name})"
 
 
 @pytest.mark.skipif(hf.unavailable_reason() is not None, reason=str(hf.unavailable_reason()))

@@ -1,6 +1,8 @@
 """The localizer names the op a positive control breaks and the module that calls it: the three
 gradient-rule controls on zoo architectures, and Where's (whose wrong branch no zoo model trains) on
 a small gated model; and the CLI's reproduction reproduces."""
+import os
+import signal
 import subprocess
 import sys
 
@@ -9,6 +11,7 @@ import pytest
 from controls.gradient_rules import (SigmoidGradFromInput, SoftmaxGradWithoutSum, TanhGradWithoutSquare,
                                      WhereGradToWrongBranch)
 from ortcheck import cli
+from ortcheck.impls.eager import EagerImpl
 from ortcheck.models import hf
 from ortcheck.usercheck import check_model, zoo
 from tests.usercheck import targets
@@ -70,3 +73,21 @@ def test_a_crash_is_localized_to_the_smallest_submodule_and_op_that_raise_it_alo
     assert not result.ok and located.module == "1.1" and located.module_type == "RunningMax", result.format()
     assert "ExportError" in located.failure and "cummax" in located.op.function, result.format()
     assert ("0", "pass") in located.tree and ("1.0", "pass") in located.tree
+
+
+class _SegfaultsOnGates(EagerImpl):
+    """Kills the process (as a segfault in native graph building would) when it wraps a Gate."""
+    name = "segfaults_on_gates"
+
+    def wrap(self, module, options=None):
+        if any(isinstance(m, targets.Gate) for m in module.modules()):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return module
+
+
+def test_a_crash_of_the_process_is_localized_to_the_submodule_that_crashes_alone():
+    result = check_model(targets.gated, targets.batch, impl=_SegfaultsOnGates(), checks=("gradients",))
+    located = result.localization
+    assert result.outcomes[0].detail == "the implementation crashed (signal SIGSEGV)", result.format()
+    assert located.module == "gate" and located.failure == "the implementation crashed (signal SIGSEGV)", result.format()
+    assert ("inner", "pass") in located.tree and ("gate.left", "pass") in located.tree and located.op is None

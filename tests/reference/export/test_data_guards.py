@@ -77,7 +77,7 @@ BATCHES = [tokens((0, 1), (1, 0)),
            tokens((0, 1), (0, 1), seed=1),      # the same experts
            tokens((2, 3), (3, 2)),              # as many experts, other ones
            tokens((0, 1), (2, 3), (1, 2)),      # more experts
-           tokens((0, 2),)]                     # one token, fewer
+           tokens((0, 2), (2, 0))]              # fewer (not one token: a batch of one re-exports for its size 1)
 # Per batch, (exports so far, reason): the 4.x form bakes which experts, the 5.x form only how many.
 EXPECTED = {
     ExpertsByIndex: [(1, "first forward"), (1, REUSED), (2, DATA_CHANGED), (3, DATA_CHANGED), (4, DATA_CHANGED)],

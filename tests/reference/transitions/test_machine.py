@@ -8,7 +8,7 @@ import torch
 from reference.nested_io import flatten
 from reference.transitions import REASONS, GraphState, Graphs, Transition, decide
 from reference.transitions.machine import (FIRST_FORWARD, MEMORY_OPTIONS_CHANGED, MODE_CHANGED, MODULE_CHANGED, REUSE, REUSED, SCHEMA_CHANGED, SIZES_CHANGED,
-                                           TRAINABLE_CHANGED)
+                                           TRAINABLE_CHANGED, UNIT_AXES_CHANGED, unit_axes)
 
 
 def state(data=(torch.zeros(2, 3),), training=True, device="cpu", inputs_grad=(True,), trainable=(True, True)):
@@ -26,6 +26,15 @@ def test_first_forward_exports_and_builds():
 def test_other_sizes_are_a_reuse():
     transition = decide(BASE, state(data=(torch.zeros(7, 3),)))
     assert not transition.new_sessions and transition.reason.startswith("reuse")
+
+
+@pytest.mark.parametrize("before, after, reason", [
+    ((1, 3), (4, 3), UNIT_AXES_CHANGED), ((4, 3), (1, 3), UNIT_AXES_CHANGED), ((4, 1), (2, 3), UNIT_AXES_CHANGED),
+    ((4, 3), (7, 5), REUSED), ((1, 3), (1, 5), REUSED)])
+def test_only_a_change_in_the_axes_of_size_1_re_exports_for_sizes(before, after, reason):
+    """A trace may specialize an axis of size 1 (reference.export.exporter); other sizes are dynamic."""
+    keyed = [dataclasses.replace(BASE, unit_axes=unit_axes([torch.zeros(size)])) for size in (before, after)]
+    assert decide(*keyed).reason == reason
 
 
 @pytest.mark.parametrize("changed, reason", [
@@ -104,7 +113,7 @@ def test_every_reason_is_in_the_vocabulary():
         state(data=(torch.zeros(2, 3, 1),)), state(training=False), state(device="cuda"),
         dataclasses.replace(BASE, module_version=1), state(inputs_grad=(False,)), state(trainable=(False, True)),
         dataclasses.replace(BASE, memory_options=(1, ())), dataclasses.replace(BASE, sizes=((3, 3),)),
-        dataclasses.replace(BASE, guard_values=((2, 1),)))}
+        dataclasses.replace(BASE, guard_values=((2, 1),)), dataclasses.replace(BASE, unit_axes=((0,),)))}
     assert seen == set(REASONS)
 
 

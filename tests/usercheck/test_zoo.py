@@ -1,0 +1,75 @@
+"""``ortcheck check`` on every zoo architecture, each check's outcome as the table here says: pass
+(n/a for recompute in eager), except where a recorded finding says otherwise. The reference's real
+bugs are strict expected failures of its manifest (keyed on these test ids); each ORTModule FAIL
+names the recorded finding behind it (a test id its manifest entry covers) and what the check says.
+
+As the command runs them (``ortcheck check ortcheck.usercheck.zoo:ARCH``: its default loss, the sum
+of the outputs, and three training steps, after which qwen2_moe routes to another number of
+experts), without localization (tests/usercheck/test_localize.py covers it). tox runs it in ``modern`` (eager, reference) and in ``ort119`` (ortmodule)."""
+import re
+
+import pytest
+
+from ortcheck import impls, manifest
+from ortcheck.impls import Capability
+from ortcheck.models import hf
+from ortcheck.usercheck import check_model, zoo
+from ortcheck.usercheck.checks import CHECKS
+from ortcheck.usercheck.result import FAIL, NA, PASS
+
+pytestmark = [pytest.mark.requires(Capability.GRAD_PARITY),
+              pytest.mark.skipif(hf.unavailable_reason() is not None, reason=str(hf.unavailable_reason()))]
+
+_REAL_MODEL = "suites/test_real_models.py::test_tiny_architecture_trains_like_eager[ortmodule-{}]"
+_EXPORT_FAILED = r"^the implementation raised ORTModuleONNXModelException: There was an error while exporting the PyTorch model to ONNX: \.\.\. "
+ALL = tuple(CHECKS)
+# Per recorded ORTModule finding: a test its manifest entry covers, the detail pattern of the checks
+# it fails here, the architectures and the checks.
+ORTMODULE_FINDINGS = [
+    ("suites/test_transitions.py::test_transitions[ortmodule-modes]",  # eval mode builds no gradient graph
+     r"^after the eval call: gradient_builds: observed 1, the transition contract predicts 2$",
+     ("gpt2", "llama", "mistral", "bert", "t5", "opt", "bloom", "falcon", "phi", "qwen2_moe", "roberta"), ("train/eval",)),
+    (_REAL_MODEL.format("llama"),  # the export keeps the first batch's sizes
+     r"^the implementation raised RuntimeError: Error in forward pass execution: Non-zero status code returned while "
+     r"running (Reshape|Add) node", ("gpt2", "llama", "mistral", "phi"), ("new batch size",)),
+    (_REAL_MODEL.format("qwen2_sdpa"),  # transformers' sdpa mask for torch < 2.5 writes into an expanded tensor
+     _EXPORT_FAILED + r"RuntimeError: unsupported operation: more than one element of the written-to tensor",
+     ("llama_sdpa", "mistral_sdpa", "qwen2_sdpa", "qwen3", "gemma", "mixtral", "gpt_neox"), ALL),
+    (_REAL_MODEL.format("vit"),  # sdpa with an explicit scale cannot be exported
+     _EXPORT_FAILED + r".*Occurred when translating scaled_dot_product_attention", ("bart", "vit"), ALL),
+    (_REAL_MODEL.format("resnet"),  # the gradient-graph check looks for BatchNorm's running stats among parameters
+     r"^_original_module\.resnet\.embedder\.embedder\.normalization\.running_mean not exist parameter_names$",
+     ("resnet",), ("new batch size", "training steps")),
+    ("suites/test_nn_layers.py::test_layer_matches_eager[ortmodule-ResNetBasicBlock]",  # running stats never written back
+     r"^eval\['outputs'\]\[0\]: .* where float64 eager gives", ("resnet",), ("train/eval",)),
+    (_REAL_MODEL.format("qwen2_moe"),  # another number of experts hit: a Split of the traced count
+     r"Split node.*Cannot split using values in 'split' attribute", ("qwen2_moe",), ("training steps",)),
+]
+
+def expected(impl_name: str, architecture: str) -> dict[str, tuple[str, str]]:
+    """Per check, its status and a pattern its detail must match."""
+    table = {check: (PASS, "") for check in CHECKS}
+    if impl_name == "eager":
+        table["recompute levels"] = (NA, "eager has no memory optimizer")
+    if impl_name == "ortmodule":
+        for _, detail, architectures, checks in ORTMODULE_FINDINGS:
+            if architecture in architectures:
+                table.update({check: (FAIL, detail) for check in checks})
+    return table
+
+
+@pytest.mark.parametrize("architecture", zoo.names())
+def test_ortcheck_check_on_a_zoo_architecture(impl, options, architecture):
+    result = check_model(getattr(zoo, architecture), getattr(zoo, f"{architecture}_batch"), impl=impl,
+                         device=options.device, localize_failures=False)
+    table = expected(impl.name, architecture)
+    differ = [f"{o.check} {o.status}: {o.detail}" for o in result.outcomes
+              if o.status != table[o.check][0] or not re.search(table[o.check][1], o.detail)]
+    assert not differ, f"{len(differ)} of {len(table)} checks not as the table says: " + " | ".join(differ)
+
+
+def test_each_ortmodule_failure_names_a_recorded_finding():
+    findings = manifest.load(impls.get("ortmodule").manifest_path())
+    for test, _, architectures, checks in ORTMODULE_FINDINGS:
+        assert manifest.first_match(findings, test) is not None, f"no ORTModule finding covers {test}"
+        assert set(architectures) <= set(zoo.names()) and set(checks) <= set(CHECKS)
