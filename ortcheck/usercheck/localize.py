@@ -50,6 +50,9 @@ def called_children(path: str, called: list[str]) -> list[str]:
     return [p for p in below if not any(q != p and p.startswith(q + ".") for q in below)]
 
 
+SEVERAL_STEPS = "(fails only over several steps)"
+
+
 def localize(subject, report_dir=None) -> Localization:
     """The smallest failing submodule of ``subject.model`` on its first batch, and its first failing op."""
     impl, options = subject.impl, subject.options
@@ -62,7 +65,7 @@ def localize(subject, report_dir=None) -> Localization:
     current = ""
     try:
         failure = isolated(check_call, impl, options, model, batch, subject.loss_fn, "the model",
-                           device=options.device) or "(fails only over several steps)"
+                           device=options.device) or SEVERAL_STEPS
         crash = None
     except Crashed as error:  # the process died: every part that dies alone fails alone
         crash, failure = Crashed, str(error)
@@ -85,7 +88,8 @@ def localize(subject, report_dir=None) -> Localization:
 
         repro = str(write_repro(report_dir, impl, options, modules[current], captured[current] if current else batch,
                                 current or "model"))
-    return Localization(current, type(modules[current]).__name__, failure, tuple(tree), op, repro)
+    return Localization(current, type(modules[current]).__name__, failure, tuple(tree), op, repro,
+                        one_call_passes=failure == SEVERAL_STEPS)
 
 
 def first_failing_op(impl, options, module: torch.nn.Module, batch: Batch, children: list,

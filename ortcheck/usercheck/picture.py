@@ -23,7 +23,8 @@ def _rows(located: Localization) -> list[tuple[int, str, str, str]]:
         if path == located.module:
             note = f"smallest failing: {located.module_type}"
             if located.op:
-                note += f"; first failing op: ONNX {'+'.join(located.op.onnx_ops) or '?'} on " + \
+                what = "an op failing alone in one call" if located.one_call_passes else "first failing op"
+                note += f"; {what}: ONNX {'+'.join(located.op.onnx_ops) or '?'} on " + \
                         ", ".join(str(list(s)) for s in located.op.sizes)
         rows.append((depth, path.rsplit(".", 1)[-1] if path else "(the model)", verdict, note))
     return rows

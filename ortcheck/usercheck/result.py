@@ -50,12 +50,21 @@ class Localization:
     tree: tuple[tuple[str, str], ...]  # (path, verdict) for every submodule checked alone, in order
     op: OpFinding | None = None
     repro: str | None = None         # folder of the standalone reproduction
+    # The submodule's one call passes (it fails only over several steps): an op failing alone in one
+    # call is then a defect of its own, not the cause (qwen2_moe under ORTModule: a routing change
+    # at step 3, while the loss alone segfaults).
+    one_call_passes: bool = False
 
     def lines(self) -> list[str]:
         lines = [f"smallest failing submodule: {self.module or '(the model)'} ({self.module_type})",
                  f"  {self.failure}"]
-        lines.append(f"first failing op: {self.op.line()}" if self.op else
-                     "first failing op: none of its own ops fails alone (the defect is in how they combine)")
+        if self.one_call_passes:
+            lines.append("an op failing alone in one call, a defect of its own (the failure above needs several steps): "
+                         f"{self.op.line()}" if self.op else
+                         "first failing op: none fails alone in one call (the failure above needs several steps)")
+        else:
+            lines.append(f"first failing op: {self.op.line()}" if self.op else
+                         "first failing op: none of its own ops fails alone (the defect is in how they combine)")
         lines.append("module tree (each checked alone):")
         lines += [f"  {verdict:<5} {path or '(the model)'}" for path, verdict in self.tree]
         if self.repro:

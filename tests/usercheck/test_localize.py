@@ -1,6 +1,7 @@
 """The localizer names the op a positive control breaks and the module that calls it: the three
 gradient-rule controls on zoo architectures, and Where's (whose wrong branch no zoo model trains) on
 a small gated model; and the CLI's reproduction reproduces."""
+import dataclasses
 import os
 import signal
 import subprocess
@@ -14,6 +15,8 @@ from ortcheck import cli
 from ortcheck.impls.eager import EagerImpl
 from ortcheck.models import hf
 from ortcheck.usercheck import check_model, zoo
+from ortcheck.usercheck.localize import SEVERAL_STEPS
+from ortcheck.usercheck.result import Localization, OpFinding
 from tests.usercheck import targets
 
 needs_transformers = pytest.mark.skipif(hf.unavailable_reason() is not None, reason=str(hf.unavailable_reason()))
@@ -91,3 +94,16 @@ def test_a_crash_of_the_process_is_localized_to_the_submodule_that_crashes_alone
     assert result.outcomes[0].detail == "the implementation crashed (signal SIGSEGV)", result.format()
     assert located.module == "gate" and located.failure == "the implementation crashed (signal SIGSEGV)", result.format()
     assert ("inner", "pass") in located.tree and ("gate.left", "pass") in located.tree and located.op is None
+
+
+def test_an_op_failing_alone_is_not_called_the_cause_of_a_failure_that_needs_several_steps():
+    op = OpFinding(3, "torch.nn.functional.cross_entropy", ("SoftmaxCrossEntropyLoss",), ("/Loss",), ((16, 64), (16,)),
+                   "the implementation crashed (signal SIGSEGV)")
+    several = Localization("", "Qwen2MoeForCausalLM", SEVERAL_STEPS, (("", "FAIL"),), op, one_call_passes=True)
+    assert not any(line.startswith("first failing op") for line in several.lines())
+    assert any(line.startswith("an op failing alone in one call, a defect of its own") and "SIGSEGV" in line
+               for line in several.lines())
+    assert "first failing op: none fails alone in one call" in "\n".join(
+        dataclasses.replace(several, op=None).lines())
+    one_call = dataclasses.replace(several, failure="logits off", one_call_passes=False)
+    assert any(line.startswith("first failing op: op #3") for line in one_call.lines())
