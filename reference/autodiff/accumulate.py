@@ -20,5 +20,6 @@ class GradientSums:
         """All contributions to ``value``'s gradient, summed once (a single variadic Sum)."""
         if value not in self._totals:
             parts = self._parts[value]
-            self._totals[value] = parts[0] if len(parts) == 1 else self._ctx.op("Sum", *parts, doc_string=SAME_SHAPE_SUM)
+            self._totals[value] = (parts[0] if len(parts) == 1
+                                   else self._ctx.op("Sum", *parts, doc_string=SAME_SHAPE_SUM))
         return self._totals[value]

@@ -12,6 +12,7 @@ from reference.autodiff.activity import values_needing_gradients
 from reference.autodiff.context import GradientContext
 from reference.autodiff.forward import ForwardModel
 from reference.autodiff.fuse import fuse
+from reference.autodiff.fuse.graph import onnx_opset
 from reference.autodiff.grad_node import MIN_OPSET, GradNode, node_name
 from reference.autodiff.names import UniqueNames, graph_names
 from reference.autodiff.registry import rule_for
@@ -83,6 +84,6 @@ def _check_arguments(model: onnx.ModelProto, requires_grad: tuple[str, ...]) -> 
     unknown = sorted(set(requires_grad) - {value.name for value in model.graph.input})
     if unknown:
         raise ValueError(f"requires_grad names are not model inputs: {unknown}")
-    opset = next((entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), 0)
+    opset = onnx_opset(model)
     if opset < MIN_OPSET:
         raise ValueError(f"the model uses opset {opset}; gradient graphs need opset >= {MIN_OPSET}")

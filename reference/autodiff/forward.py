@@ -64,12 +64,9 @@ class ForwardModel:
         return elem_type is None or elem_type in FLOAT_TYPES
 
     def dims(self, name: str) -> list[Dim] | None:
-        value_type = self._types.get(name)
-        if value_type is None or not value_type.tensor_type.HasField("shape"):
-            return None
-        return [_dim(d) for d in value_type.tensor_type.shape.dim]
+        return symbolic_shapes.dims_of(self._types.get(name))
 
-    def symbolic_dims(self, name: str) -> list[int | str | None] | None:
+    def symbolic_dims(self, name: str) -> list[Dim] | None:
         """``name``'s dims from onnxruntime's symbolic inference (no merging: two equal names are
         equal sizes), computed on first use; None where it knows nothing or could not finish."""
         if self._symbolic_types is None:
@@ -77,11 +74,7 @@ class ForwardModel:
                 self._symbolic_types = symbolic_shapes.inferred_types(self.model, auto_merge=False)
             except Exception:  # noqa: BLE001 (it raises bare Exception; ONNX inference's facts stand alone then)
                 self._symbolic_types = {}
-        value_type = self._symbolic_types.get(name)
-        if value_type is None or not value_type.tensor_type.HasField("shape"):
-            return None
-        return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                for d in value_type.tensor_type.shape.dim]
+        return symbolic_shapes.dims_of(self._symbolic_types.get(name))
 
     def rank(self, name: str) -> int:
         dims = self.dims(name)
@@ -178,9 +171,3 @@ def _copy(node: onnx.NodeProto) -> onnx.NodeProto:
     clone = onnx.NodeProto()
     clone.CopyFrom(node)
     return clone
-
-
-def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
-    if dim.HasField("dim_value"):
-        return dim.dim_value
-    return dim.dim_param or None

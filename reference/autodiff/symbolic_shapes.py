@@ -24,6 +24,13 @@ from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 from reference.autodiff.fuse.graph import MICROSOFT, GraphFacts, attribute, copied
 
 
+def dims_of(value_type: onnx.TypeProto | None) -> list[int | str | None] | None:
+    """The axes of a tensor type: a size, a symbol, or None where unknown; None where the rank is."""
+    if value_type is None or not value_type.tensor_type.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in value_type.tensor_type.shape.dim]
+
+
 def inferred_types(model: onnx.ModelProto, auto_merge: bool) -> dict[str, onnx.TypeProto]:
     """Every value's type with symbolic dimensions; raises when the inference cannot finish."""
     with tempfile.TemporaryDirectory() as scratch, contextlib.chdir(scratch), _muted(_LOGGER):

@@ -46,10 +46,7 @@ class ForwardFacts:
         return numpy_helper.to_array(node.attribute[0].t)
 
     def dims(self, name: str) -> list[int | str] | None:
-        value_type = self.types.get(name)
-        if value_type is None or not value_type.tensor_type.HasField("shape"):
-            return None
-        return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in value_type.tensor_type.shape.dim]
+        return symbolic_shapes.dims_of(self.types.get(name))
 
     def elem_type(self, name: str) -> int:
         return self.types[name].tensor_type.elem_type

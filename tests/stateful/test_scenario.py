@@ -69,25 +69,32 @@ def test_the_contract_rebuilds_gradients_only_with_grad_enabled():
     assert (contract.observations.exports, contract.observations.gradient_builds) == (1, 2)
 
 
+def _stepped(field: str, *seen) -> Contract:
+    """A contract after one forward per value of the Call's ``field`` in ``seen``."""
+    contract = Contract()
+    for value in seen:
+        contract.forward(_call(**{field: value}))
+    return contract
+
+
+def _reexported_and_reused(reason: str):
+    from ortcheck.impls.base import Observations
+
+    return (Observations(exports=2, gradient_builds=2, sessions=2, fallbacks=0, last_reason=reason),
+            Observations(exports=1, gradient_builds=1, sessions=1, fallbacks=0, last_reason=REUSED))
+
+
 def test_changed_control_values_permit_a_re_export_and_nothing_else():
     """A mixture of experts routing to other experts: the pipeline may re-export for it, or not."""
-    from ortcheck.impls.base import Observations
     from ortcheck.stateful.contract import DATA_CHANGED
 
-    def stepped(values_seen):
-        contract = Contract()
-        for values in values_seen:
-            contract.forward(_call(control_values=values))
-        return contract
-
-    reexported = Observations(exports=2, gradient_builds=2, sessions=2, fallbacks=0, last_reason=DATA_CHANGED)
-    reused = Observations(exports=1, gradient_builds=1, sessions=1, fallbacks=0, last_reason=REUSED)
+    reexported, reused = _reexported_and_reused(DATA_CHANGED)
     for observed in (reexported, reused):
-        assert stepped([(("unbind", 3),), (("unbind", 4),)]).mismatches(observed) == []
-    contract = stepped([(("unbind", 3),), (("unbind", 3),)])  # the same routing: no re-export
+        assert _stepped("control_values", (("unbind", 3),), (("unbind", 4),)).mismatches(observed) == []
+    contract = _stepped("control_values", (("unbind", 3),), (("unbind", 3),))  # the same routing: no re-export
     assert contract.mismatches(reexported) and not contract.mismatches(reused)
-    assert stepped([None, None]).mismatches(reexported)  # values not recorded: nothing permitted
-    followed = stepped([(("unbind", 3),), (("unbind", 4),)])
+    assert _stepped("control_values", None, None).mismatches(reexported)  # values not recorded: nothing permitted
+    followed = _stepped("control_values", (("unbind", 3),), (("unbind", 4),))
     followed.mismatches(reexported)  # the contract follows the re-export: built for the new values now
     followed.forward(_call(control_values=(("unbind", 4),)))
     assert followed.mismatches(dataclasses.replace(reexported, last_reason=REUSED)) == []
@@ -95,20 +102,12 @@ def test_changed_control_values_permit_a_re_export_and_nothing_else():
 
 def test_changed_axes_of_size_1_permit_a_re_export_and_other_sizes_do_not():
     """A first batch of one, then three: a trace at size 1 may have specialized the axis."""
-    from ortcheck.impls.base import Observations
     from ortcheck.stateful.contract import UNIT_AXES_CHANGED
 
-    def stepped(*axes_seen):
-        contract = Contract()
-        for axes in axes_seen:
-            contract.forward(_call(unit_axes=axes))
-        return contract
-
-    reexported = Observations(exports=2, gradient_builds=2, sessions=2, fallbacks=0, last_reason=UNIT_AXES_CHANGED)
-    reused = Observations(exports=1, gradient_builds=1, sessions=1, fallbacks=0, last_reason=REUSED)
+    reexported, reused = _reexported_and_reused(UNIT_AXES_CHANGED)
     for observed in (reexported, reused):
-        assert stepped(((0,),), ((),)).mismatches(observed) == []
-        assert stepped(((),), ((0,),)).mismatches(observed) == []
-    unchanged = stepped(((1,),), ((1,),))  # (4, 1) then (7, 1): the same axes of size 1
+        assert _stepped("unit_axes", ((0,),), ((),)).mismatches(observed) == []
+        assert _stepped("unit_axes", ((),), ((0,),)).mismatches(observed) == []
+    unchanged = _stepped("unit_axes", ((1,),), ((1,),))  # (4, 1) then (7, 1): the same axes of size 1
     assert unchanged.mismatches(reexported) and not unchanged.mismatches(reused)
-    assert stepped(None, None).mismatches(reexported)  # not recorded: nothing permitted
+    assert _stepped("unit_axes", None, None).mismatches(reexported)  # not recorded: nothing permitted

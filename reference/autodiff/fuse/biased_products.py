@@ -20,6 +20,7 @@ from reference.autodiff.fuse.graph import (
 )
 from reference.autodiff.fuse.registry import rewrite
 
+
 @rewrite("biased_products")
 def fold_biases_into_products(model: onnx.ModelProto) -> onnx.ModelProto:
     return fold_each(model, _folded) if onnx_opset(model) >= MIN_OPSET_TO_FLATTEN else model

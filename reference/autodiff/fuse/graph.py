@@ -6,7 +6,6 @@ from collections import defaultdict
 from typing import Callable
 
 import numpy as np
-
 import onnx
 from onnx import TensorProto, numpy_helper
 
