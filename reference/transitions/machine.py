@@ -71,13 +71,9 @@ class GraphState:
                 memory_options: tuple = (), size_keyed: bool = False) -> "GraphState":
         """The state a forward of ``module`` on flattened ``tensors`` asks for."""
         state = cls(schema, module.training, device, tuple(t.requires_grad for t in tensors),
-                    tuple(p.requires_grad for _, p in module.named_parameters()), module_version, memory_options)
-        state = state.keyed_by_unit_axes(tensors)
+                    tuple(p.requires_grad for _, p in module.named_parameters()), module_version, memory_options,
+                    unit_axes(tensors))  # every graph is keyed by its axes of size 1
         return state.keyed_by_sizes(tensors) if size_keyed else state
-
-    def keyed_by_unit_axes(self, tensors) -> "GraphState":
-        """This state, recording which axes of ``tensors`` have size 1 (every graph is keyed by them)."""
-        return dataclasses.replace(self, unit_axes=unit_axes(tensors))
 
     def keyed_by_sizes(self, tensors) -> "GraphState":
         """This state, recording the sizes of ``tensors`` too (for a graph that returns Python values)."""
