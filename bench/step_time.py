@@ -8,7 +8,11 @@ first step (export + gradient build + sessions) <= 1.8 s.
     python bench/step_time.py [--impl reference,ortmodule] [--rounds 5] [--steps 4] [--device cuda] [--json out.json]
                               [--beside PYTHON]
 
-On CUDA each step ends with a synchronization, so a step's time includes its kernels. The reference
+On CUDA each step ends with a synchronization, so a step's time includes its kernels; ``--kernels``
+then profiles a few more steps of each (torch's profiler sees onnxruntime's kernels too, through
+CUPTI) and prints the kernels launched and their GPU time per step beside the wall time: a step
+far longer than its kernels is bound by launches and host work, not by the GPU.
+``--model bloom_lm_large`` takes that convergence case's shape and batch instead. The reference
 and the real ORTModule need different stacks: ``--beside PYTHON`` (in ort119: the modern env's
 interpreter) then measures the reference there right after, same settings, each against its own
 stack's eager, and prints both ratios side by side (issue 33; ``tox -e bench-ort119`` does).
@@ -29,6 +33,7 @@ import torch
 
 from ortcheck import impls
 from ortcheck.impls import Options
+from ortcheck.convergence.cases import bloom_lm_large as large
 from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
 
 CONFIG = BloomConfig(vocab_size=1000, hidden_size=256, num_heads=4, num_layers=4, max_seq_len=128)
@@ -52,9 +57,10 @@ def make_step(model: torch.nn.Module, input_ids: torch.Tensor):
     return step
 
 
-def measure(names: list[str], rounds: int, steps: int, device: str = "cpu") -> dict[str, dict[str, float]]:
-    base = build_bloom(CONFIG, seed=0).to(device)
-    input_ids = example_input_ids(CONFIG, seed=0, batch=BATCH).to(device)
+def measure(names: list[str], rounds: int, steps: int, device: str = "cpu", config: BloomConfig = CONFIG,
+            batch: int = BATCH, kernels: bool = False) -> dict[str, dict[str, float]]:
+    base = build_bloom(config, seed=0).to(device)
+    input_ids = example_input_ids(config, seed=0, batch=batch).to(device)
     runners, first = {}, {}
     for name in names:
         model = impls.get(name).wrap(copy.deepcopy(base), Options(device=device))
@@ -65,7 +71,23 @@ def measure(names: list[str], rounds: int, steps: int, device: str = "cpu") -> d
     for _ in range(rounds):
         for name in names:
             times[name] += [runners[name]() for _ in range(steps)]
-    return {name: {"first_step_s": first[name], "median_step_s": statistics.median(times[name])} for name in names}
+    results = {name: {"first_step_s": first[name], "median_step_s": statistics.median(times[name])} for name in names}
+    if kernels:
+        for name in names:
+            results[name].update(kernel_time(runners[name], steps))
+    return results
+
+
+def kernel_time(step, steps: int) -> dict[str, float]:
+    """GPU kernels per step: how many, their summed device time, beside the steps' wall time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        wall = sum(step() for _ in range(steps))
+    device_events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    busy = sum(e.device_time for e in device_events) / 1e6  # microseconds
+    return {"kernels_per_step": len(device_events) / steps, "kernel_s_per_step": busy / steps,
+            "profiled_wall_s_per_step": wall / steps}
 
 
 def child_peak_rss(script: str, *argv: str) -> int:
@@ -109,6 +131,8 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch and onnxruntime intra-op threads")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--model", default="bench", choices=("bench", "bloom_lm_large"))
+    parser.add_argument("--kernels", action="store_true", help="CUDA: also profile kernels per step")
     parser.add_argument("--beside", metavar="PYTHON", help="also measure the reference with this interpreter")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -119,15 +143,19 @@ def main(argv=None) -> int:
     available = [n for n in wanted if impls.get(n).unavailable_reason() is None]
     for name in set(wanted) - set(available):
         print(f"skipping {name}: {impls.get(name).unavailable_reason()}")
-    results = measure(["eager", *available], args.rounds, args.steps, args.device)
+    config, batch = (CONFIG, BATCH) if args.model == "bench" else (large.CONFIG, large.BATCH)
+    results = measure(["eager", *available], args.rounds, args.steps, args.device, config, batch,
+                      args.kernels and args.device == "cuda")
     eager = results["eager"]["median_step_s"]
     where = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU {torch.backends.cpu.get_cpu_capability()}"
-    print(f"Bloom-like LM {CONFIG.num_layers}x{CONFIG.hidden_size}, batch {BATCH}x{CONFIG.max_seq_len}, "
+    print(f"Bloom-like LM {config.num_layers}x{config.hidden_size}, batch {batch}x{config.max_seq_len}, "
           f"torch {torch.__version__}, {where}, {args.threads} threads, {args.rounds}x{args.steps} steps each")
     print(f"{'impl':<10} {'median step':>12} {'ratio':>7} {'first step':>11}")
     for name, row in results.items():
         row["ratio_to_eager"] = row["median_step_s"] / eager
-        print(f"{name:<10} {row['median_step_s']:>11.3f}s {row['ratio_to_eager']:>6.2f}x {row['first_step_s']:>10.2f}s")
+        print(f"{name:<10} {row['median_step_s']:>11.3f}s {row['ratio_to_eager']:>6.2f}x {row['first_step_s']:>10.2f}s"
+              + (f"  {row['kernels_per_step']:.0f} kernels, {row['kernel_s_per_step'] * 1e3:.2f} ms of kernels in "
+                 f"{row['profiled_wall_s_per_step'] * 1e3:.2f} ms profiled" if "kernels_per_step" in row else ""))
     if args.beside:
         results["beside"] = beside(args)
     if args.json:
@@ -141,7 +169,8 @@ def beside(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "beside.json")
         subprocess.run([args.beside, __file__, "--impl", "reference", "--rounds", str(args.rounds), "--steps",
-                        str(args.steps), "--threads", str(args.threads), "--device", args.device, "--json", path],
+                        str(args.steps), "--threads", str(args.threads), "--device", args.device, "--model", args.model,
+                        "--json", path],
                        check=True, stdout=subprocess.DEVNULL)
         with open(path) as handle:
             theirs = json.load(handle)

@@ -94,27 +94,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check", action="store_true",
                         help="run every entry's examples alone (implementations available here); fail on an entry "
                              f"whose examples pass, that fails otherwise than recorded, or that is numeric below {MARGIN:g}x")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                        help="--check: the device the entries' examples run on (entries hold where their `when` says)")
     parser.add_argument("-n", dest="workers", default="1",
                         help="--check: pytest-xdist workers (default 1; a crash then costs one test, not the check)")
 
 
 def run(args: argparse.Namespace) -> int:
     names = [n for n in (args.impl or impls.names()) if impls.get(n).unavailable_reason() is None]
-    here = machine.current("cpu")
+    device = getattr(args, "device", "cpu")
+    here = machine.current(device)
     findings = {n: [f for f in manifest.load(impls.get(n).manifest_path()) if f.active_on(here)] for n in names}
     findings = {n: entries for n, entries in findings.items() if entries}
     if not findings:
         print("ortcheck findings --check: no active finding of an implementation available here")
         return 0
     collector = _Collector(findings)
-    pytest.main(["-q", "-p", "no:cacheprovider", "--findings-check", "--impl", ",".join(findings), "-n",
-                 str(args.workers), str(SUITES)], plugins=[collector])
-    return report(collector.verdicts.values())
+    pytest.main(["-q", "-p", "no:cacheprovider", "--findings-check", "--impl", ",".join(findings), "--device", device,
+                 "-n", str(args.workers), str(SUITES)], plugins=[collector])
+    return report(collector.verdicts.values(), device)
 
 
-def report(verdicts) -> int:
+def report(verdicts, device: str = "cpu") -> int:
     """Print one line per entry; 1 when any entry fails the check."""
-    print(f"\nortcheck findings --check on {machine.describe()} (margin {MARGIN:g}x):")
+    print(f"\nortcheck findings --check on {machine.describe(device)} (margin {MARGIN:g}x):")
     failed = 0
     for verdict in verdicts:
         finding, problem = verdict.finding, verdict.problem()

@@ -111,3 +111,16 @@ def shared_arena(flags: TorchFlags) -> bool:
                               "each session keeps its own", RuntimeWarning, stacklevel=2)
                 _shared_arenas[flags.device_index] = False
         return _shared_arenas[flags.device_index]
+
+
+def free_cached() -> None:
+    """Give the memory torch's allocator caches back to the device, for providers built after the
+    pool dropped idle sessions (``reference.runtime.pool``)."""
+    if torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+def shared_arena_registered() -> dict[int, bool]:
+    """Per device index: whether the shared arena registered (absent: no CUDA session built yet)."""
+    with _lock:
+        return dict(_shared_arenas)

@@ -8,10 +8,19 @@ its model, not its onnxruntime session: the pool creates that on first run, keep
 ``limit(device)`` of them, drops the least recently run beyond that (it is created again if run
 again: slower, never wrong), and drops a session's own as soon as the Session is collected with its
 module.
+
+The bound is a count, while what runs out is the device's memory, shared with torch and with other
+processes: a build that fails for want of resources (:func:`out_of_resources`) is retried once after
+every idle session of the device is dropped, so a full pool costs a rebuild, never a failure.
+``REFERENCE_CUDA_SESSIONS`` sets the CUDA bound for a process (a job that knows how many processes
+share the GPU sizes it from the memory one provider holds: ``ortcheck.envsetup.gpu_plan``).
 """
 from __future__ import annotations
 
 import collections
+import gc
+import os
+import re
 import threading
 import weakref
 from typing import Callable, Hashable
@@ -20,10 +29,35 @@ import onnxruntime as ort
 
 # CUDA: each provider holds cuBLAS workspaces (32 MiB each on Hopper) and cuDNN handles; 256 a
 # process ran 14 pytest workers on one H200 out of memory (CUBLAS failure 3, CUDA out of memory).
-LIMITS = {"cpu": 1024, "cuda": 64}
+DEFAULT_LIMITS = {"cpu": 1024, "cuda": 64}
+LIMIT_VARIABLES = {"cuda": "REFERENCE_CUDA_SESSIONS"}
+
+# How onnxruntime's providers report a device out of memory or handles at a session's build or
+# first run (onnxruntime-gpu 1.31.1 on an H200: "CUBLAS failure 3: CUBLAS_STATUS_ALLOC_FAILED ...
+# cublasCreate", "CUDA failure 2: out of memory", cuDNN's allocation status).
+_RESOURCE_ERRORS = re.compile(r"CUBLAS failure 3\b|CUBLAS_STATUS_ALLOC_FAILED|CUDA failure 2\b|out of memory"
+                              r"|CUDNN_STATUS_ALLOC_FAILED|CUDNN_STATUS_NOT_INITIALIZED|Failed to allocate memory",
+                              re.IGNORECASE)
+
+
+def limits_from_environment() -> dict[str, int]:
+    limits = dict(DEFAULT_LIMITS)
+    for device, variable in LIMIT_VARIABLES.items():
+        value = os.environ.get(variable, "").strip()
+        if value:
+            if not value.isdigit() or int(value) < 1:
+                raise ValueError(f"{variable}={value!r}: expected a number of sessions, at least 1")
+            limits[device] = int(value)
+    return limits
+
+
+LIMITS = limits_from_environment()
 
 _live: dict[str, collections.OrderedDict[Hashable, ort.InferenceSession]] = collections.defaultdict(collections.OrderedDict)
 _lock = threading.Lock()
+# per device: what frees memory a dropped session left cached (torch's allocator on CUDA)
+_after_drop: dict[str, Callable[[], None]] = {}
+retries = collections.Counter()  # per device: builds that succeeded only after idle sessions were dropped
 
 
 def limit(device: str) -> int:
@@ -35,6 +69,20 @@ def live(device: str) -> int:
     return len(_live[device])
 
 
+def out_of_resources(error: BaseException) -> bool:
+    """Whether ``error`` says the device ran out of memory or handles (worth a retry with fewer sessions)."""
+    return bool(_RESOURCE_ERRORS.search(str(error)))
+
+
+def on_drop(device: str, free: Callable[[], None] | None) -> Callable[[], None] | None:
+    """Call ``free`` after idle sessions of ``device`` were dropped to make room (None: nothing);
+    returns what was called before."""
+    before = _after_drop.pop(device, None)
+    if free is not None:
+        _after_drop[device] = free
+    return before
+
+
 def get(device: str, key: Hashable, create: Callable[[], ort.InferenceSession]) -> ort.InferenceSession:
     """The live session under ``key``, created if absent; the least recently run go beyond the limit."""
     with _lock:
@@ -43,12 +91,39 @@ def get(device: str, key: Hashable, create: Callable[[], ort.InferenceSession]) 
         if session is not None:
             sessions.move_to_end(key)
             return session
-    session = create()  # outside the lock: building a session takes long and may run Python (logging)
+    session = _create(device, create)  # outside the lock: building a session takes long and may run Python (logging)
     with _lock:
         sessions[key] = session
         while len(sessions) > LIMITS[device]:
             sessions.popitem(last=False)
     return session
+
+
+def _create(device: str, create: Callable[[], ort.InferenceSession]) -> ort.InferenceSession:
+    try:
+        return create()
+    except Exception as error:  # noqa: BLE001 - only resource exhaustion is retried
+        if not out_of_resources(error):
+            raise
+        dropped = drop_idle(device)
+        try:
+            session = create()
+        except Exception as again:  # noqa: BLE001
+            raise type(again)(f"{again} (also after dropping {dropped} idle {device} sessions)") from error
+        retries[device] += 1
+        return session
+
+
+def drop_idle(device: str) -> int:
+    """Drop every session of ``device`` the pool holds (none is running: runs hold their session
+    themselves), collect what referenced them and let the device's allocator give memory back."""
+    with _lock:
+        dropped = len(_live[device])
+        _live[device].clear()
+    gc.collect()
+    if device in _after_drop:
+        _after_drop[device]()
+    return dropped
 
 
 def release(device: str, owner: int) -> None:

@@ -15,10 +15,11 @@ import torch
 from onnxruntime.capi import _pybind_state as C
 
 from reference.runtime import cuda, pool, threads
-from reference.runtime.kernel_forms import for_device
+from reference.runtime import kernel_forms
 from reference.runtime.tensors import from_ort, to_ort
 
 _PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+pool.on_drop("cuda", cuda.free_cached)
 _owners = itertools.count()
 
 
@@ -58,7 +59,8 @@ class Session:
         if device not in _PROVIDERS:
             raise ValueError(f"unknown device {device!r}; valid: {', '.join(_PROVIDERS)}")
         self.device = torch.device(device) if device == "cpu" else torch.device(device, torch.cuda.current_device())
-        self._model = for_device(model, device).SerializeToString()
+        self._model = kernel_forms.for_device(model, device).SerializeToString()
+        self._deterministic_model: bytes | None = None  # CUDA under torch's deterministic mode, made once asked
         self._arena = arena
         self._owner = next(_owners)
         pool.release_with(self, device, self._owner)
@@ -93,9 +95,19 @@ class Session:
         options.use_deterministic_compute = flags.deterministic  # as torch.use_deterministic_algorithms
         if cuda.shared_arena(flags):
             options.add_session_config_entry("session.use_env_allocators", "1")
-        return ort.InferenceSession(self._model, options, providers=["CUDAExecutionProvider", "CPUExecutionProvider"],
+        return ort.InferenceSession(self.cuda_model(flags), options,
+                                    providers=["CUDAExecutionProvider", "CPUExecutionProvider"],
                                     provider_options=[cuda.provider_options(flags), {}],
                                     disabled_optimizers=STASH_DEPENDENT_FUSIONS)
+
+    def cuda_model(self, flags: cuda.TorchFlags) -> bytes:
+        """The serialized graph a CUDA provider under ``flags`` runs."""
+        if not flags.deterministic:
+            return self._model
+        if self._deterministic_model is None:
+            device_form = onnx.ModelProto.FromString(self._model)
+            self._deterministic_model = kernel_forms.deterministic(device_form).SerializeToString()
+        return self._deterministic_model
 
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """Outputs for ``inputs`` given in ``input_names`` order; no copies on either side."""
@@ -109,7 +121,14 @@ class Session:
             current = torch.cuda.current_stream(self.device)
             stream = cuda.compute_stream(current)
             with cuda.ordered(current, stream):
-                self._run(self._cuda_session(stream), feeds, fetches)
+                try:
+                    self._run(self._cuda_session(stream), feeds, fetches)
+                except Exception as error:  # noqa: BLE001 - a device out of memory: once more with the pool emptied
+                    if not pool.out_of_resources(error):
+                        raise
+                    pool.drop_idle("cuda")
+                    fetches = C.OrtValueVector()
+                    self._run(self._cuda_session(stream), feeds, fetches)
         return [from_ort(value) for value in fetches]
 
     def _run(self, session: ort.InferenceSession, feeds: C.OrtValueVector, fetches: C.OrtValueVector) -> None:

@@ -8,12 +8,17 @@ runs (:func:`for_device`), each rewrite one module with one job.
   the variadic ``Sum`` of empty tensors. These only move shapes around or split a node into the ops
   it is defined by, so CPU and CUDA sessions compute the same values.
 
+- On CUDA under torch's deterministic mode (:func:`deterministic`): the embedding gradient's
+  ``ScatterND(add)``, which the CUDA kernel sums with atomics, as a one-hot product
+  (:mod:`.deterministic_scatter`).
+
 Every graph of every recompute level passes here, so the levels stay bitwise equal.
 """
 from __future__ import annotations
 
 import onnx
 
+from reference.runtime.kernel_forms.deterministic_scatter import scatter_add_as_products
 from reference.runtime.kernel_forms.exact_sigmoid import exact_sigmoid
 from reference.runtime.kernel_forms.gelu_rank import gelu_with_an_axis
 from reference.runtime.kernel_forms.kept_axes import keep_reduced_axes
@@ -21,6 +26,7 @@ from reference.runtime.kernel_forms.sum_chain import sum_as_adds
 
 EVERYWHERE = (exact_sigmoid,)
 CUDA_ONLY = (keep_reduced_axes, gelu_with_an_axis, sum_as_adds)
+CUDA_DETERMINISTIC = (scatter_add_as_products,)
 
 
 def for_cuda(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -34,3 +40,10 @@ def for_device(model: onnx.ModelProto, device: str) -> onnx.ModelProto:
     for rewrite in EVERYWHERE:
         model = rewrite(model)
     return for_cuda(model) if device == "cuda" else model
+
+
+def deterministic(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The forms of a CUDA graph under torch's deterministic mode (after :func:`for_device`)."""
+    for rewrite in CUDA_DETERMINISTIC:
+        model = rewrite(model)
+    return model

@@ -69,3 +69,24 @@ def test_an_empty_reduction_that_drops_its_axis_runs():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)
     (y,) = Session(model, "cuda").run([torch.zeros(0, 3, device="cuda")])
     assert torch.equal(y, torch.zeros(3, device="cuda"))
+
+
+def test_an_embeddings_gradient_has_the_same_bits_every_run_under_torchs_deterministic_mode():
+    """onnxruntime's CUDA ScatterND adds colliding rows with atomics; under torch's deterministic mode
+    the reference's CUDA graphs sum them as a one-hot product (kernel_forms/deterministic_scatter.py)."""
+    from reference import Options, ReferenceModule
+
+    def gradient():
+        torch.manual_seed(0)
+        module = torch.nn.Sequential(torch.nn.Embedding(64, 256), torch.nn.Linear(256, 8)).cuda()
+        ids = torch.randint(0, 64, (16, 512), device="cuda", generator=torch.Generator("cuda").manual_seed(1))
+        ReferenceModule(module, Options(device="cuda"))(ids).square().sum().backward()
+        return module[0].weight.grad.clone()
+
+    torch.use_deterministic_algorithms(True)
+    try:
+        first = gradient()
+        for _ in range(3):
+            assert torch.equal(gradient(), first)
+    finally:
+        torch.use_deterministic_algorithms(False)

@@ -46,3 +46,84 @@ def test_a_sessions_onnxruntime_session_goes_with_it():
     del session
     gc.collect()
     assert pool.live("cpu") == before
+
+
+class OutOfHandles(RuntimeError):
+    pass
+
+
+@pytest.fixture
+def freed():
+    """What the pool's drop hook for the CPU was called with."""
+    calls = []
+    before = pool.on_drop("cpu", lambda: calls.append(True))
+    yield calls
+    pool.on_drop("cpu", before)
+
+
+def test_a_build_out_of_device_resources_is_retried_once_after_dropping_idle_sessions(small_pool, freed):
+    idle = [Session(identity_model()) for _ in range(3)]
+    assert pool.live("cpu") == 3
+    attempts = []
+
+    def create():
+        attempts.append(pool.live("cpu"))
+        if len(attempts) == 1:
+            raise OutOfHandles("CUBLAS failure 3: CUBLAS_STATUS_ALLOC_FAILED ; GPU=0 ; expr=cublasCreate(&cublas_handle_)")
+        return "a session"
+
+    before = pool.retries["cpu"]
+    assert pool.get("cpu", ("new",), create) == "a session"
+    assert attempts == [3, 0], "the second build must come after every idle session was dropped"
+    assert freed == [True] and pool.retries["cpu"] == before + 1
+    assert pool.live("cpu") == 1
+    for session in idle:  # dropped sessions come back when run
+        assert torch.equal(session.run([torch.ones(2)])[0], torch.ones(2))
+
+
+def test_a_build_failing_for_another_reason_is_not_retried(small_pool):
+    kept = Session(identity_model())  # noqa: F841 - held: a collected Session takes its session along
+    calls = []
+
+    def create():
+        calls.append(1)
+        raise ValueError("Type Error: Type (tensor(int64)) of input parameter (x) of operator (Relu) is invalid")
+
+    with pytest.raises(ValueError, match="Type Error"):
+        pool.get("cpu", ("bad",), create)
+    assert calls == [1] and pool.live("cpu") == 1
+
+
+def test_a_build_failing_again_says_what_was_dropped(small_pool):
+    kept = Session(identity_model())  # noqa: F841
+
+    def create():
+        raise OutOfHandles("CUDA failure 2: out of memory")
+
+    with pytest.raises(OutOfHandles, match=r"out of memory \(also after dropping 1 idle cpu sessions\)"):
+        pool.get("cpu", ("never",), create)
+
+
+@pytest.mark.parametrize("error, resources", [
+    ("CUBLAS failure 3: CUBLAS_STATUS_ALLOC_FAILED ; GPU=0 ; hostname=x ; expr=cublasCreate(&cublas_handle_);", True),
+    ("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : CUDA failure 2: out of memory", True),
+    ("CUDNN failure 4: CUDNN_STATUS_INTERNAL_ERROR / CUDNN_STATUS_ALLOC_FAILED", True),
+    ("Failed to allocate memory for requested buffer of size 4194304", True),
+    ("CUDA error cudaErrorInvalidValue: invalid argument", False),
+    ("Could not find an implementation for MatMul(13) node with name ''", False),
+])
+def test_which_errors_mean_the_device_ran_out(error, resources):
+    assert pool.out_of_resources(RuntimeError(error)) is resources
+
+
+@pytest.mark.parametrize("value, limit", [("", 64), ("12", 12), (" 200 ", 200)])
+def test_the_cuda_bound_comes_from_the_environment(monkeypatch, value, limit):
+    monkeypatch.setenv("REFERENCE_CUDA_SESSIONS", value)
+    assert pool.limits_from_environment()["cuda"] == limit
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "many"])
+def test_a_bad_cuda_bound_is_refused_naming_the_variable(monkeypatch, value):
+    monkeypatch.setenv("REFERENCE_CUDA_SESSIONS", value)
+    with pytest.raises(ValueError, match=f"REFERENCE_CUDA_SESSIONS={value!r}: expected a number of sessions"):
+        pool.limits_from_environment()
