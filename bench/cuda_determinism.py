@@ -60,6 +60,9 @@ def cases(rng):
     yield "MatMul [512,8192]x[8192,512] (weight gradients)", model(
         [helper.make_node("MatMul", ["a", "b"], ["y"])], [("a", F), ("b", F)]), {
         "a": rng.standard_normal((512, 8192)).astype(np.float32), "b": rng.standard_normal((8192, 512)).astype(np.float32)}
+    for dtype, elem in ((np.float64, TensorProto.DOUBLE), (np.float32, F)):
+        yield f"MatMul {np.dtype(dtype).name} [64,8192]x[8192,256] (the one-hot product's shape)", _matmul(elem), {
+            "a": (rng.random((64, 8192)) < 0.02).astype(dtype), "b": rng.standard_normal((8192, 256)).astype(dtype)}
     yield "Gemm transA (weight gradients)", model(
         [helper.make_node("Gemm", ["a", "b"], ["y"], transA=1)], [("a", F), ("b", F)]), {
         "a": rng.standard_normal((8192, 512)).astype(np.float32), "b": rng.standard_normal((8192, 512)).astype(np.float32)}
@@ -76,6 +79,13 @@ def cases(rng):
         "x": image, "w": rng.standard_normal((32, 64, 3, 3)).astype(np.float32)}
 
 
+def _matmul(elem):
+    graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "case",
+                              [helper.make_tensor_value_info(n, elem, None) for n in ("a", "b")],
+                              [helper.make_tensor_value_info("y", elem, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+
+
 def session_for(proto) -> ort.InferenceSession:
     flags = cuda.TorchFlags(False, False, True, 0, torch.cuda.current_stream().cuda_stream)
     options = ref_session.session_options()
@@ -87,7 +97,9 @@ def session_for(proto) -> ort.InferenceSession:
 
 
 def ulps(a: np.ndarray, b: np.ndarray) -> int:
-    a, b = a.astype(np.float32).view(np.int32).astype(np.int64), b.astype(np.float32).view(np.int32).astype(np.int64)
+    """The largest distance in units of the last place of the outputs' own dtype."""
+    view = np.int64 if a.dtype == np.float64 else np.int32
+    a, b = (x.astype(np.float64 if view is np.int64 else np.float32).view(view).astype(np.int64) for x in (a, b))
     return int(np.abs(a - b).max()) if a.size else 0
 
 

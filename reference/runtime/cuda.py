@@ -113,11 +113,15 @@ def shared_arena(flags: TorchFlags) -> bool:
         return _shared_arenas[flags.device_index]
 
 
-def free_cached() -> None:
+def free_cached() -> str | None:
     """Give the memory torch's allocator caches back to the device, for providers built after the
-    pool dropped idle sessions (``reference.runtime.pool``)."""
-    if torch.cuda.is_initialized():
-        torch.cuda.empty_cache()
+    pool dropped idle sessions (``reference.runtime.pool``); say what the device has left then."""
+    if not torch.cuda.is_initialized():
+        return None
+    torch.cuda.empty_cache()
+    free, total = torch.cuda.mem_get_info()
+    return (f"device {free / 2**20:.0f} of {total / 2**20:.0f} MiB free, this process's torch holding "
+            f"{torch.cuda.memory_reserved() / 2**20:.0f} MiB")
 
 
 def shared_arena_registered() -> dict[int, bool]:

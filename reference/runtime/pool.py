@@ -55,8 +55,9 @@ LIMITS = limits_from_environment()
 
 _live: dict[str, collections.OrderedDict[Hashable, ort.InferenceSession]] = collections.defaultdict(collections.OrderedDict)
 _lock = threading.Lock()
-# per device: what frees memory a dropped session left cached (torch's allocator on CUDA)
-_after_drop: dict[str, Callable[[], None]] = {}
+# per device: what frees memory a dropped session left cached (torch's allocator on CUDA); it may
+# return a line saying what the device has left, for the error when even that was not enough
+_after_drop: dict[str, Callable[[], str | None]] = {}
 retries = collections.Counter()  # per device: builds that succeeded only after idle sessions were dropped
 
 
@@ -74,7 +75,7 @@ def out_of_resources(error: BaseException) -> bool:
     return bool(_RESOURCE_ERRORS.search(str(error)))
 
 
-def on_drop(device: str, free: Callable[[], None] | None) -> Callable[[], None] | None:
+def on_drop(device: str, free: Callable[[], str | None] | None) -> Callable[[], str | None] | None:
     """Call ``free`` after idle sessions of ``device`` were dropped to make room (None: nothing);
     returns what was called before."""
     before = _after_drop.pop(device, None)
@@ -105,25 +106,25 @@ def _create(device: str, create: Callable[[], ort.InferenceSession]) -> ort.Infe
     except Exception as error:  # noqa: BLE001 - only resource exhaustion is retried
         if not out_of_resources(error):
             raise
-        dropped = drop_idle(device)
+        dropped, left = drop_idle(device)
         try:
             session = create()
         except Exception as again:  # noqa: BLE001
-            raise type(again)(f"{again} (also after dropping {dropped} idle {device} sessions)") from error
+            raise type(again)(f"{again} (also after dropping {dropped} idle {device} sessions"
+                              f"{'; ' + left if left else ''})") from error
         retries[device] += 1
         return session
 
 
-def drop_idle(device: str) -> int:
+def drop_idle(device: str) -> tuple[int, str | None]:
     """Drop every session of ``device`` the pool holds (none is running: runs hold their session
-    themselves), collect what referenced them and let the device's allocator give memory back."""
+    themselves), collect what referenced them and let the device's allocator give memory back.
+    Returns how many were dropped and what the device says it has left."""
     with _lock:
         dropped = len(_live[device])
         _live[device].clear()
     gc.collect()
-    if device in _after_drop:
-        _after_drop[device]()
-    return dropped
+    return dropped, _after_drop[device]() if device in _after_drop else None
 
 
 def release(device: str, owner: int) -> None:

@@ -6,7 +6,10 @@ runs (:func:`for_device`), each rewrite one module with one job.
 - On CUDA: the first runs on an H200 (onnxruntime-gpu 1.31.1) found kernels refusing inputs ONNX
   defines and the CPU kernels compute: reductions dropping an empty axis, ``Gelu`` of a 0-d tensor,
   the variadic ``Sum`` of empty tensors. These only move shapes around or split a node into the ops
-  it is defined by, so CPU and CUDA sessions compute the same values.
+  it is defined by, so CPU and CUDA sessions compute the same values. And float64: the CUDA
+  ScatterND has no float64 reduction (:mod:`.deterministic_scatter`'s product instead), and its
+  Softmax, LogSoftmax, LayerNormalization and SoftmaxCrossEntropyLoss are float32-accurate in
+  float64 (:mod:`.double_normalizers`: the ops they are defined by).
 
 - On CUDA under torch's deterministic mode (:func:`deterministic`): the embedding gradient's
   ``ScatterND(add)``, which the CUDA kernel sums with atomics, as a one-hot product
@@ -18,19 +21,22 @@ from __future__ import annotations
 
 import onnx
 
-from reference.runtime.kernel_forms.deterministic_scatter import scatter_add_as_products
+from reference.runtime.kernel_forms.deterministic_scatter import double_scatter_add_as_products, scatter_add_as_products
+from reference.runtime.kernel_forms.double_normalizers import double_normalizers_decomposed
 from reference.runtime.kernel_forms.exact_sigmoid import exact_sigmoid
 from reference.runtime.kernel_forms.gelu_rank import gelu_with_an_axis
 from reference.runtime.kernel_forms.kept_axes import keep_reduced_axes
 from reference.runtime.kernel_forms.sum_chain import sum_as_adds
 
 EVERYWHERE = (exact_sigmoid,)
-CUDA_ONLY = (keep_reduced_axes, gelu_with_an_axis, sum_as_adds)
+CUDA_ONLY = (keep_reduced_axes, gelu_with_an_axis, sum_as_adds, double_scatter_add_as_products,
+             double_normalizers_decomposed)
 CUDA_DETERMINISTIC = (scatter_add_as_products,)
 
 
 def for_cuda(model: onnx.ModelProto) -> onnx.ModelProto:
-    """Only the shape-moving CUDA rewrites (their tests compare them bitwise with the graph given)."""
+    """The CUDA rewrites (tests compare the shape-moving ones bitwise with the graph given, the
+    float64 ones with float64 eager)."""
     for rewrite in CUDA_ONLY:
         model = rewrite(model)
     return model

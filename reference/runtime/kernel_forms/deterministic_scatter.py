@@ -12,27 +12,30 @@ reference's Gather and embedding gradients emit)::
 
 a cuBLAS product, deterministic on one device, summing in float64 and rounding once (at least as
 close to the exact sum as eager's float32 accumulation). It costs ``rows x N`` float64 of memory,
-so it applies only where torch asked for determinism. Indices of another depth are left alone.
+so it applies only where torch asked for determinism, and to float64 data, which the CUDA kernel
+refuses to reduce at all. Indices of another depth are left alone.
 """
 from __future__ import annotations
 
 import onnx
-from onnx import TensorProto, helper, shape_inference
+from onnx import TensorProto, helper
 
-from reference.runtime.kernel_forms.nodes import int64_constant, rewrite_nodes
+from reference.runtime.kernel_forms.nodes import int64_constant, rewrite_nodes, tensor_types
 
 
-def _first_axis_scatters(model: onnx.ModelProto) -> set[str]:
-    """Outputs of the ScatterND(add) nodes whose indices' last dimension is statically 1."""
-    inferred = shape_inference.infer_shapes(model)
-    graph = inferred.graph
-    dims = {v.name: v.type.tensor_type.shape.dim for v in [*graph.value_info, *graph.input, *graph.output]
-            if v.type.tensor_type.HasField("shape")}
+def _first_axis_scatters(model: onnx.ModelProto, elem_types: set[int] | None) -> set[str]:
+    """Outputs of the ScatterND(add) nodes whose indices' last dimension is statically 1 (and whose
+    data has one of ``elem_types``, None: any)."""
+    if not any(node.op_type == "ScatterND" for node in model.graph.node):
+        return set()
+    types = tensor_types(model)
     found = set()
-    for node in graph.node:
+    for node in model.graph.node:
         if node.op_type == "ScatterND" and node.domain in ("", "ai.onnx") and _reduction(node) == "add":
-            indices = dims.get(node.input[1])
-            if indices and indices[-1].HasField("dim_value") and indices[-1].dim_value == 1:
+            indices, data = types.get(node.input[1]), types.get(node.input[0])
+            dims = indices.shape.dim if indices is not None and indices.HasField("shape") else []
+            if (dims and dims[-1].HasField("dim_value") and dims[-1].dim_value == 1
+                    and (elem_types is None or (data is not None and data.elem_type in elem_types))):
                 found.add(node.output[0])
     return found
 
@@ -41,10 +44,10 @@ def _reduction(node: onnx.NodeProto) -> str:
     return next((helper.get_attribute_value(a).decode() for a in node.attribute if a.name == "reduction"), "none")
 
 
-def scatter_add_as_products(model: onnx.ModelProto) -> onnx.ModelProto:
+def scatter_add_as_products(model: onnx.ModelProto, elem_types: set[int] | None = None) -> onnx.ModelProto:
     """A copy of ``model`` whose first-axis ScatterND(add) nodes (of its top-level graph, where shapes
     are inferred) are one-hot products; ``model`` itself where it has none."""
-    targets = _first_axis_scatters(model)
+    targets = _first_axis_scatters(model, elem_types)
     if not targets:
         return model
 
@@ -89,3 +92,10 @@ def _as_product(graph: onnx.GraphProto, node: onnx.NodeProto) -> list[onnx.NodeP
         make("Reshape", [v("total"), v("shape")], [v("total_shaped")], allowzero=1),  # a 0 is a size here
         make("CastLike", [v("total_shaped"), data], [out], name=f"{node.name}__deterministic"),
     ]
+
+
+def double_scatter_add_as_products(model: onnx.ModelProto) -> onnx.ModelProto:
+    """float64 ScatterND(add) as the product, on CUDA always: onnxruntime's CUDA ScatterND has no
+    float64 reduction ("element_type 11 not implemented for ScatterND operator", 1.31.1 on an H100:
+    the gradient of a float64 embedding or index_select)."""
+    return scatter_add_as_products(model, {TensorProto.DOUBLE})

@@ -45,3 +45,19 @@ def _constant(graph: onnx.GraphProto, name: str, array: np.ndarray) -> str:
     if not any(t.name == name for t in graph.initializer):
         graph.initializer.append(numpy_helper.from_array(array, name))
     return name
+
+
+def tensor_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto.Tensor]:
+    """Each value of the top-level graph with an inferred tensor type (element type, maybe a shape)."""
+    graph = onnx.shape_inference.infer_shapes(model).graph
+    return {v.name: v.type.tensor_type for v in [*graph.value_info, *graph.input, *graph.output]
+            if v.type.HasField("tensor_type")}
+
+
+def onnx_opset(model: onnx.ModelProto) -> int:
+    return next((entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), 1)
+
+
+def double_constant(graph: onnx.GraphProto, name: str, value: float) -> str:
+    """``name``: a float64 scalar initializer of ``graph`` (added once)."""
+    return _constant(graph, name, np.array(value, dtype=np.float64))

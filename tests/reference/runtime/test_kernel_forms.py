@@ -104,15 +104,41 @@ def test_sum_becomes_adds_in_input_order_bitwise(inputs, shape):
     np.testing.assert_array_equal(got, expected)
 
 
-def test_a_training_graph_computes_bitwise_the_same_after_every_cuda_form():
-    """A reference gradient build (GELU, LayerNorm, broadcasts, gradient sums): its forward and
-    backward graphs run on the CPU before and after the rewrites give the same bits."""
-    import torch
-
+def gradient_build(module, *args):
+    """``module``'s forward and backward graphs as the reference builds them, each with the feeds one
+    training call gives it."""
     from reference import nested_io
     from reference.autodiff import build_gradient_graphs
     from reference.export import export_module
     from reference.runtime import TrainingRunner
+
+    tensors, schema = nested_io.flatten((args, {}))
+    exported = export_module(module, tensors, schema, training=True)
+    state = dict(module.named_parameters())
+    graphs = build_gradient_graphs(exported.model, exported.state_names)
+    inputs = [*tensors, *(state[key].detach() for key in exported.state_keys)]
+    runner = TrainingRunner(graphs, [*exported.input_names, *exported.state_names], "cpu")
+    outputs, stashed = runner.forward(inputs)
+    backward = runner.backward_feed(inputs, stashed, [torch_ones_like(o) for o in outputs])
+    forward = dict(zip([*exported.input_names, *exported.state_names], inputs))
+    return [(model, {v.name: feeds[v.name].numpy() for v in model.graph.input})
+            for model, feeds in ((graphs.forward, forward), (graphs.backward, backward))]
+
+
+def torch_ones_like(tensor):
+    import torch
+
+    return torch.ones_like(tensor)
+
+
+def ops(model) -> set[str]:
+    return {n.op_type for n in model.graph.node}
+
+
+def test_a_training_graph_computes_bitwise_the_same_after_every_cuda_form():
+    """A reference gradient build (GELU, LayerNorm, broadcasts, gradient sums): its forward and
+    backward graphs run on the CPU before and after the rewrites give the same bits."""
+    import torch
 
     class Residual(torch.nn.Module):  # h read twice: its gradient is a Sum
         def __init__(self):
@@ -124,23 +150,40 @@ def test_a_training_graph_computes_bitwise_the_same_after_every_cuda_form():
             return self.outer(self.norm(torch.nn.functional.gelu(h) + h)).sum(0)
 
     torch.manual_seed(0)
-    module = Residual()
-    tensors, schema = nested_io.flatten(((torch.randn(3, 4),), {}))
-    exported = export_module(module, tensors, schema, training=True)
-    state = dict(module.named_parameters())
-    graphs = build_gradient_graphs(exported.model, exported.state_names)
-    inputs = [*tensors, *(state[key].detach() for key in exported.state_keys)]
-    runner = TrainingRunner(graphs, [*exported.input_names, *exported.state_names], "cpu")
-    outputs, stashed = runner.forward(inputs)
-    backward = runner.backward_feed(inputs, stashed, [torch.ones_like(o) for o in outputs])
-    forward = dict(zip([*exported.input_names, *exported.state_names], inputs))
-    original_ops = [n.op_type for g in (graphs.forward, graphs.backward) for n in g.graph.node]
-    assert "Gelu" in original_ops and "Sum" in original_ops  # the rewrites have work to do here
-    assert "Sum" not in {n.op_type for g in (graphs.forward, graphs.backward) for n in for_cuda(g).graph.node}
-    for model, feeds in ((graphs.forward, forward), (graphs.backward, backward)):
-        feeds = {v.name: feeds[v.name].numpy() for v in model.graph.input}
+    build = gradient_build(Residual(), torch.randn(3, 4))
+    assert {"Gelu", "Sum"} <= ops(build[0][0]) | ops(build[1][0])  # the rewrites have work to do here
+    for model, feeds in build:
+        assert "Sum" not in ops(for_cuda(model))
         for expected, got in zip(run_all(model, feeds), run_all(for_cuda(model), feeds)):
             np.testing.assert_array_equal(got, expected)
+
+
+def test_a_float64_training_graph_computes_the_same_after_the_float64_forms():
+    """float64 embeddings, LayerNorm, softmax and cross-entropy through the CUDA forms (one-hot
+    products, decomposed normalizers): forward and backward as the CPU kernels compute them, to
+    float64 rounding and the LayerNorm epsilon's (the kernel adds the attribute's float32 1e-5, the
+    form the double eager adds: 2.5e-13 relatively)."""
+    import torch
+
+    class Classifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.norm, self.head = torch.nn.Embedding(7, 6), torch.nn.LayerNorm(6), torch.nn.Linear(6, 5)
+
+        def forward(self, ids, labels):
+            h = self.norm(self.embed(ids))
+            return torch.nn.functional.cross_entropy(self.head(h).flatten(0, 1), labels) + h.softmax(-1)[..., 0].sum()
+
+    torch.manual_seed(0)
+    module = Classifier().double()
+    build = gradient_build(module, torch.randint(0, 7, (3, 4)), torch.randint(0, 5, (12,)))
+    before = ops(build[0][0]) | ops(build[1][0])
+    assert {"LayerNormalization", "Softmax", "SoftmaxCrossEntropyLoss", "ScatterND"} <= before
+    for model, feeds in build:
+        rewritten = for_cuda(model)
+        assert not ops(rewritten) & {"LayerNormalization", "Softmax", "SoftmaxCrossEntropyLoss", "ScatterND"}
+        for expected, got in zip(run_all(model, feeds), run_all(rewritten, feeds)):
+            np.testing.assert_allclose(got, expected, rtol=2e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("dtype", [TensorProto.FLOAT, TensorProto.DOUBLE])

@@ -56,7 +56,7 @@ class OutOfHandles(RuntimeError):
 def freed():
     """What the pool's drop hook for the CPU was called with."""
     calls = []
-    before = pool.on_drop("cpu", lambda: calls.append(True))
+    before = pool.on_drop("cpu", lambda: calls.append(True) or "12 MiB left")
     yield calls
     pool.on_drop("cpu", before)
 
@@ -94,14 +94,15 @@ def test_a_build_failing_for_another_reason_is_not_retried(small_pool):
     assert calls == [1] and pool.live("cpu") == 1
 
 
-def test_a_build_failing_again_says_what_was_dropped(small_pool):
+def test_a_build_failing_again_says_what_was_dropped_and_what_is_left(small_pool, freed):
     kept = Session(identity_model())  # noqa: F841
 
     def create():
         raise OutOfHandles("CUDA failure 2: out of memory")
 
-    with pytest.raises(OutOfHandles, match=r"out of memory \(also after dropping 1 idle cpu sessions\)"):
+    with pytest.raises(OutOfHandles, match=r"out of memory \(also after dropping 1 idle cpu sessions; 12 MiB left\)"):
         pool.get("cpu", ("never",), create)
+    assert freed == [True]
 
 
 @pytest.mark.parametrize("error, resources", [
