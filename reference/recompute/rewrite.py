@@ -3,8 +3,9 @@
 Clones are named ``<forward name>_recompute``; only backward's consumers are rewired, the forward
 graph computes what it always did and merely outputs less. A cloned Dropout must not draw a new
 mask: it becomes ``x / (1 - ratio) * Cast(mask)`` over the stashed mask, which is bit for bit what
-onnxruntime's Dropout kernel computes (``mask * x / (1 - ratio)``, signed zeros included; measured:
-``x * (1 / (1 - ratio))`` is not). The mask goes last so onnxruntime cannot fuse the division by a
+onnxruntime's CPU Dropout kernel computes (``mask * x / (1 - ratio)``, signed zeros included;
+measured: ``x * (1 / (1 - ratio))`` is not; its CUDA kernel computes the latter, and CUDA sessions
+get that form: ``reference.runtime.kernel_forms.cuda_dropout``). The mask goes last so onnxruntime cannot fuse the division by a
 constant into a following MatMul (MatMulScaleFusion), which would round differently.
 """
 from __future__ import annotations
@@ -24,6 +25,9 @@ from reference.seams import Seam
 
 # Fault injection (reference.seams): True recomputes a Dropout by running it again, a new mask.
 DROPOUT_RERUN = Seam("recomputed Dropout draws a new mask", False)
+# The names of a recomputed Dropout's division and masking nodes end so: CUDA's kernel computes in
+# another order, and reference.runtime.kernel_forms.cuda_dropout rewrites them for it.
+DROPOUT_SCALE, DROPOUT_MASK = "/Scale", "/Mask"
 
 
 def apply(facts: ForwardFacts, occurrences: Sequence[Occurrence]) -> GradientGraphs:
@@ -116,8 +120,8 @@ def _dropout_from_mask(facts, node, inputs, renamed, names) -> list[onnx.NodePro
     return [
         helper.make_node("Constant", [], [keep_name], name=f"{keep_name}_node", value=numpy_helper.from_array(keep)),
         helper.make_node("Cast", [mask], [kept], name=f"{base}/Cast", to=facts.elem_type(node.input[0])),
-        helper.make_node("Div", [x, keep_name], [scaled], name=f"{base}/Scale"),
-        helper.make_node("Mul", [scaled, kept], [renamed[node.output[0]]], name=f"{base}/Mask"),
+        helper.make_node("Div", [x, keep_name], [scaled], name=f"{base}{DROPOUT_SCALE}"),
+        helper.make_node("Mul", [scaled, kept], [renamed[node.output[0]]], name=f"{base}{DROPOUT_MASK}"),
     ]
 
 

@@ -25,9 +25,9 @@ def test_a_large_gpu_takes_every_core_but_the_jobs_own_and_caps_the_sessions():
 
 
 def test_a_smaller_gpu_bounds_each_workers_sessions_by_its_share_of_memory():
-    chosen = plan(measured(free_gib=75, provider_mib=100), cores=16)
+    chosen = plan(measured(free_gib=75, provider_mib=40), cores=16)
     share = 75 * GIB * (1 - gpu_plan.HEADROOM) / 14 - 600 * MIB - gpu_plan.TEST_TENSORS
-    assert chosen.workers == 14 and chosen.sessions == int(share // (100 * MIB))
+    assert chosen.workers == 14 and chosen.sessions == int(share // (40 * MIB))
     assert gpu_plan.MIN_SESSIONS <= chosen.sessions < gpu_plan.MAX_SESSIONS
 
 
@@ -67,9 +67,24 @@ def test_the_command_prints_exports_for_the_job_and_the_plan_for_people(tmp_path
 
 def test_the_nightly_job_prints_its_plan_before_it_starts(tmp_path):
     path = tmp_path / "providers.json"
-    path.write_text(json.dumps({"variants": {"default": measured(free_gib=75, provider_mib=100).__dict__}}))
+    variant = measured(free_gib=75, provider_mib=100).__dict__
+    path.write_text(json.dumps({"variants": {"cublas_16x8": variant, "cublas_4096x8": variant}}))
     env = {**os.environ, "OUT": str(tmp_path / "out"), "MEASURED": str(path), "DRY_RUN": "1"}
     run = subprocess.run(["bash", str(REPO / ".ci" / "gpu-nightly")], cwd=REPO, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "parts (box s): plan:50 determinism:40 gpu-tests:45" in run.stdout
+    assert "parts (box s): plan:30 determinism:20 gpu-tests:45" in run.stdout
     assert "GPU plan: " in run.stdout and "export WORKERS=" in run.stdout
+
+
+def test_the_costliest_of_several_measured_settings_plans():
+    cheap, costly = measured(free_gib=70, provider_mib=9), measured(free_gib=75, provider_mib=41, process_mib=700)
+    worst = Measured.worst([cheap, costly])
+    assert (worst.free, worst.per_provider, worst.per_process) == (cheap.free, costly.per_provider, costly.per_process)
+
+
+def test_an_unmeasured_variant_is_a_usage_error_naming_what_was_measured(tmp_path, capsys):
+    path = tmp_path / "providers.json"
+    path.write_text(json.dumps({"variants": {"default": measured().__dict__}}))
+    with pytest.raises(SystemExit):
+        gpu_plan.main(["--measured", str(path), "--variant", "default,cublas_16x8"])
+    assert "--variant cublas_16x8: " in capsys.readouterr().err

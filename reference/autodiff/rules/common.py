@@ -6,6 +6,7 @@ from typing import Callable
 from reference.autodiff.context import GradientContext
 from reference.autodiff.grad_node import GradNode
 from reference.autodiff.registry import Rule
+from reference.export.epsilon import written_epsilon
 
 
 def unary(derivative: Callable[[GradientContext, GradNode], str]) -> Rule:
@@ -83,7 +84,7 @@ def normalization_statistics(ctx: GradientContext, value: str, axes: str, epsilo
     random rows, where torch's own float32 kernel reaches 3.5e3)."""
     centred = _centred(ctx, _centred(ctx, value, axes), axes)
     variance = ctx.op("ReduceMean", ctx.mul(centred, centred), axes, keepdims=1)
-    inv_std = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.add(variance, ctx.scalar(epsilon, like=value))))
+    inv_std = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.add(variance, ctx.scalar(written_epsilon(epsilon), like=value))))
     return ctx.mul(centred, inv_std), inv_std
 
 

@@ -1,5 +1,6 @@
 from reference.autodiff.errors import UnsupportedOpError
 from reference.autodiff.registry import gradient_rule
+from reference.export.epsilon import written_epsilon
 
 
 @gradient_rule("BatchNormalization", since=9)
@@ -24,7 +25,7 @@ def batch_norm_grad(ctx, node):
         return ctx.op("ReduceSum", value, others, keepdims=0)
 
     scale, mean, variance = (ctx.forward(node.input(i)) for i in (1, 3, 4))
-    inv_std = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.add(variance, ctx.scalar(node.attr("epsilon"), like=x))))
+    inv_std = ctx.op("Reciprocal", ctx.op("Sqrt", ctx.add(variance, ctx.scalar(written_epsilon(node.attr("epsilon")), like=x))))
     scaled_inv_std = ctx.mul(scale, inv_std)
     grads = {}
     if node.wants(0):

@@ -2,14 +2,17 @@
 runs (:func:`for_device`), each rewrite one module with one job.
 
 - Everywhere: ``Sigmoid`` built from ``Exp`` (:mod:`.exact_sigmoid`): the CPU kernel is accurate
-  only in absolute terms, so a saturated sigmoid's gradient came out relatively wrong.
+  only in absolute terms, so a saturated sigmoid's gradient came out relatively wrong; float64
+  ``LayerNormalization`` as the ops it is defined by (:mod:`.double_normalizers`): both kernels keep
+  float64 statistics at float32 accuracy.
 - On CUDA: the first runs on an H200 (onnxruntime-gpu 1.31.1) found kernels refusing inputs ONNX
   defines and the CPU kernels compute: reductions dropping an empty axis, ``Gelu`` of a 0-d tensor,
   the variadic ``Sum`` of empty tensors. These only move shapes around or split a node into the ops
   it is defined by, so CPU and CUDA sessions compute the same values. And float64: the CUDA
   ScatterND has no float64 reduction (:mod:`.deterministic_scatter`'s product instead), and its
-  Softmax, LogSoftmax, LayerNormalization and SoftmaxCrossEntropyLoss are float32-accurate in
-  float64 (:mod:`.double_normalizers`: the ops they are defined by).
+  Softmax, LogSoftmax and SoftmaxCrossEntropyLoss are float32-accurate in float64
+  (:mod:`.double_normalizers`: the ops they are defined by). A Dropout the memory optimizer
+  recomputes from its mask computes in the CUDA kernel's order (:mod:`.cuda_dropout`).
 
 - On CUDA under torch's deterministic mode (:func:`deterministic`): the embedding gradient's
   ``ScatterND(add)``, which the CUDA kernel sums with atomics, as a one-hot product
@@ -21,16 +24,17 @@ from __future__ import annotations
 
 import onnx
 
+from reference.runtime.kernel_forms.cuda_dropout import recomputed_dropout_as_cuda
 from reference.runtime.kernel_forms.deterministic_scatter import double_scatter_add_as_products, scatter_add_as_products
-from reference.runtime.kernel_forms.double_normalizers import double_normalizers_decomposed
+from reference.runtime.kernel_forms.double_normalizers import double_layer_norm_decomposed, double_softmax_decomposed
 from reference.runtime.kernel_forms.exact_sigmoid import exact_sigmoid
 from reference.runtime.kernel_forms.gelu_rank import gelu_with_an_axis
 from reference.runtime.kernel_forms.kept_axes import keep_reduced_axes
 from reference.runtime.kernel_forms.sum_chain import sum_as_adds
 
-EVERYWHERE = (exact_sigmoid,)
+EVERYWHERE = (exact_sigmoid, double_layer_norm_decomposed)
 CUDA_ONLY = (keep_reduced_axes, gelu_with_an_axis, sum_as_adds, double_scatter_add_as_products,
-             double_normalizers_decomposed)
+             double_softmax_decomposed, recomputed_dropout_as_cuda)
 CUDA_DETERMINISTIC = (scatter_add_as_products,)
 
 

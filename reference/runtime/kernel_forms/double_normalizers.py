@@ -1,10 +1,13 @@
 """float64 ``Softmax``, ``LogSoftmax``, ``LayerNormalization`` and ``SoftmaxCrossEntropyLoss`` as the
-ops they are defined by, on CUDA.
+ops they are defined by.
 
 onnxruntime's CUDA kernels of these four compute float64 inputs at float32 accuracy (1.31.1: softmax
 0.13771197694523252 where float64 eager gives 0.13771197146249534, on an H200; layer_norm 0.99999409914
 where eager gives 0.99999405672, on an H100), ~1e6 times the float64 oracle's bound, while its float64
-Exp, Log, Sqrt and reductions are float64. So, only for float64 and only on CUDA::
+Exp, Log, Sqrt and reductions are float64; its CPU LayerNormalization keeps float64 statistics in
+float32 (it implements only ``stash_type`` float: 1e-13 relatively, 21x the bound). So, only for
+float64, LayerNormalization everywhere (:func:`double_layer_norm_decomposed`) and the softmax family
+on CUDA (:func:`double_softmax_decomposed`; the CPU kernels are float64-accurate)::
 
     Softmax(x)     = e / ReduceSum(e),  e = Exp(x - ReduceMax(x))       over the one axis
     LogSoftmax(x)  = (x - m) - Log(ReduceSum(Exp(x - m)))
@@ -16,13 +19,14 @@ rank shape inference cannot tell, or a model below opset 18 (reduction axes as i
 """
 from __future__ import annotations
 
-import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from reference.export.epsilon import written_epsilon
 from reference.runtime.kernel_forms.nodes import double_constant, int64_constant, onnx_opset, rewrite_nodes, tensor_types
 
-DOUBLE_FORMS = ("Softmax", "LogSoftmax", "LayerNormalization", "SoftmaxCrossEntropyLoss")
+SOFTMAX_FAMILY = ("Softmax", "LogSoftmax", "SoftmaxCrossEntropyLoss")
+DOUBLE_FORMS = (*SOFTMAX_FAMILY, "LayerNormalization")
 
 
 def _attribute(node: onnx.NodeProto, name: str, default):
@@ -52,9 +56,7 @@ def _layer_norm(graph, node: onnx.NodeProto, rank: int) -> list[onnx.NodeProto]:
     out, prefix = node.output[0], f"{node.output[0]}__f64"
     start = _attribute(node, "axis", -1) % rank
     axes = int64_constant(graph, f"{prefix}__axes", list(range(start, rank)))
-    # ONNX's epsilon is a float32 (torch's 1e-5 arrives as 9.99999974738e-06); torch adds the double the
-    # user wrote, which is the shortest decimal of that float32 for any epsilon of up to 7 digits
-    epsilon = double_constant(graph, f"{prefix}__epsilon", float(str(np.float32(_attribute(node, "epsilon", 1e-5)))))
+    epsilon = double_constant(graph, f"{prefix}__epsilon", written_epsilon(_attribute(node, "epsilon", 1e-5)))
     v = lambda suffix: f"{prefix}__{suffix}"  # noqa: E731
     make = helper.make_node
     nodes = [make("ReduceMean", [x, axes], [v("mean")], keepdims=1),
@@ -82,8 +84,8 @@ def _cross_entropy(graph, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return _log_softmax(graph, scores, 1, log_prob, prefix, log=True) + [nll]
 
 
-def _applies(node: onnx.NodeProto, types: dict) -> bool:
-    if node.op_type not in DOUBLE_FORMS or node.domain not in ("", "ai.onnx"):
+def _applies(node: onnx.NodeProto, types: dict, op_types: tuple[str, ...]) -> bool:
+    if node.op_type not in op_types or node.domain not in ("", "ai.onnx"):
         return False
     x = types.get(node.input[0])
     if x is None or x.elem_type != TensorProto.DOUBLE or not _rank(types, node.input[0]):
@@ -91,12 +93,21 @@ def _applies(node: onnx.NodeProto, types: dict) -> bool:
     return node.op_type != "LayerNormalization" or not any(node.output[1:])
 
 
-def double_normalizers_decomposed(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy of ``model`` with its float64 normalizers decomposed; ``model`` itself where it has none."""
-    if onnx_opset(model) < 18 or not any(n.op_type in DOUBLE_FORMS for n in model.graph.node):
+def double_layer_norm_decomposed(model: onnx.ModelProto) -> onnx.ModelProto:
+    return double_normalizers_decomposed(model, ("LayerNormalization",))
+
+
+def double_softmax_decomposed(model: onnx.ModelProto) -> onnx.ModelProto:
+    return double_normalizers_decomposed(model, SOFTMAX_FAMILY)
+
+
+def double_normalizers_decomposed(model: onnx.ModelProto, op_types: tuple[str, ...] = DOUBLE_FORMS) -> onnx.ModelProto:
+    """A copy of ``model`` with its float64 nodes of ``op_types`` decomposed; ``model`` itself where it has none."""
+    if onnx_opset(model) < 18 or not any(n.op_type in op_types for n in model.graph.node):
         return model
     types = tensor_types(model)
-    targets = {node.output[0]: _rank(types, node.input[0]) for node in model.graph.node if _applies(node, types)}
+    targets = {node.output[0]: _rank(types, node.input[0]) for node in model.graph.node
+               if _applies(node, types, op_types)}
     if not targets:
         return model
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from reference.runtime import threads
-from reference.runtime.kernel_forms import for_cuda
+from reference.runtime.kernel_forms import for_cuda, for_device
 from reference.runtime.kernel_forms.exact_sigmoid import exact_sigmoid
 from reference.runtime.kernel_forms.kept_axes import REDUCTIONS, keep_reduced_axes
 
@@ -180,7 +180,7 @@ def test_a_float64_training_graph_computes_the_same_after_the_float64_forms():
     before = ops(build[0][0]) | ops(build[1][0])
     assert {"LayerNormalization", "Softmax", "SoftmaxCrossEntropyLoss", "ScatterND"} <= before
     for model, feeds in build:
-        rewritten = for_cuda(model)
+        rewritten = for_device(model, "cuda")
         assert not ops(rewritten) & {"LayerNormalization", "Softmax", "SoftmaxCrossEntropyLoss", "ScatterND"}
         for expected, got in zip(run_all(model, feeds), run_all(rewritten, feeds)):
             np.testing.assert_allclose(got, expected, rtol=2e-12, atol=1e-15)
