@@ -12,16 +12,21 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from torch import nn
 
-from .activations import activation, dropout_nd
-from .attention import multihead_attention, sdpa, transformer_decoder_layer, transformer_encoder_layer
+from .activations import activation, dropout_nd, glu, prelu
+from .attention import (multihead_attention, sdpa, transformer, transformer_decoder_layer, transformer_encoder_layer,
+                        transformer_stack)
 from .blocks import basic_block, depthwise_separable
-from .conv import adaptive_pool, conv, conv_transpose, pool
+from .conv import adaptive_pool, conv, conv_transpose, lp_pool, max_unpool, pool
 from .dense import bilinear, embedding, embedding_bag, linear
+from .distances import cosine_similarity, pairwise_distance
 from .drawn import Example, Input
-from .losses import bce_with_logits, class_loss, kl_div, pair_loss, pointwise_loss, triplet_margin
-from .norms import batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm
-from .recurrent import recurrent
-from .spatial import fold, padding, pixel_shuffle, unfold, upsample
+from .losses import (adaptive_log_softmax, bce, bce_with_logits, class_loss, ctc, gaussian_nll, kl_div, linear_cross_entropy,
+                     multi_margin, multilabel_margin, multilabel_soft_margin, pair_loss, pointwise_loss, poisson_nll,
+                     sign_target_loss, triplet_margin, triplet_margin_with_distance)
+from .norms import batch_norm, cross_map_lrn2d, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm
+from .recurrent import cell, recurrent
+from .reshaping import channel_shuffle, flatten, identity, unflatten
+from .spatial import fold, padding, pixel_shuffle, unfold, upsample, upsampling_2d
 
 __all__ = ["LAYERS", "NAMES", "Example", "Input"]
 
@@ -38,16 +43,20 @@ LAYERS: dict[str, st.SearchStrategy[Example]] = {
     "Conv2d_padding_mode": conv(2, padding_modes=("reflect", "replicate", "circular")),
     "ConvTranspose1d": conv_transpose(1),
     "ConvTranspose2d": conv_transpose(2),
+    "ConvTranspose3d": conv_transpose(3),
     "DepthwiseSeparableConv": depthwise_separable(),
     "ResNetBasicBlock": basic_block(),
     "BatchNorm1d": batch_norm(1),
     "BatchNorm2d": batch_norm(2),
     "BatchNorm1d_eval": batch_norm(1, eval=True),
     "BatchNorm2d_eval": batch_norm(2, eval=True),
+    "BatchNorm3d": batch_norm(3),
     "LayerNorm": layer_norm(),
     "GroupNorm": group_norm(),
     "InstanceNorm1d": instance_norm(1),
     "InstanceNorm2d": instance_norm(2),
+    "InstanceNorm3d": instance_norm(3),
+    "CrossMapLRN2d": cross_map_lrn2d(),
     "RMSNorm": rms_norm(),
     "LocalResponseNorm": local_response_norm(),
     "Embedding": embedding(),
@@ -66,33 +75,65 @@ LAYERS: dict[str, st.SearchStrategy[Example]] = {
     "scaled_dot_product_attention_scale": sdpa("scale"),
     "TransformerEncoderLayer": transformer_encoder_layer(),
     "TransformerDecoderLayer": transformer_decoder_layer(),
+    "TransformerEncoder": transformer_stack(decoder=False),
+    "TransformerDecoder": transformer_stack(decoder=True),
+    "Transformer": transformer(),
     "RNN": recurrent(nn.RNN),
     "LSTM": recurrent(nn.LSTM),
     "GRU": recurrent(nn.GRU),
     "RNN_bidirectional": recurrent(nn.RNN, bidirectional=True),
     "LSTM_bidirectional": recurrent(nn.LSTM, bidirectional=True),
     "GRU_bidirectional": recurrent(nn.GRU, bidirectional=True),
+    "RNNCell": cell(nn.RNNCell),
+    "LSTMCell": cell(nn.LSTMCell),
+    "GRUCell": cell(nn.GRUCell),
     "MaxPool1d": pool(nn.MaxPool1d, 1),
     "MaxPool2d": pool(nn.MaxPool2d, 2),
     "AvgPool1d": pool(nn.AvgPool1d, 1),
     "AvgPool2d": pool(nn.AvgPool2d, 2),
+    "MaxPool3d": pool(nn.MaxPool3d, 3),
+    "AvgPool3d": pool(nn.AvgPool3d, 3),
+    "LPPool1d": lp_pool(1),
+    "LPPool2d": lp_pool(2),
+    "LPPool3d": lp_pool(3),
+    "MaxUnpool1d": max_unpool(1),
+    "MaxUnpool2d": max_unpool(2),
+    "MaxUnpool3d": max_unpool(3),
     "AdaptiveAvgPool1d": adaptive_pool(1, uneven=False),
     "AdaptiveAvgPool2d": adaptive_pool(2, uneven=False),
     "AdaptiveAvgPool1d_uneven": adaptive_pool(1, uneven=True),
     "AdaptiveAvgPool2d_uneven": adaptive_pool(2, uneven=True),
+    "AdaptiveAvgPool3d": adaptive_pool(3, uneven=False),
+    "AdaptiveMaxPool1d": adaptive_pool(1, uneven=True, kind="max"),
+    "AdaptiveMaxPool2d": adaptive_pool(2, uneven=False, kind="max"),
+    "AdaptiveMaxPool3d": adaptive_pool(3, uneven=False, kind="max"),
     "Upsample1d_nearest": upsample(1, "nearest"),
     "Upsample2d_nearest": upsample(2, "nearest"),
     "Upsample1d_linear": upsample(1, "linear", align_corners=False),
     "Upsample2d_bilinear": upsample(2, "bilinear", align_corners=False),
     "Upsample2d_bilinear_align_corners": upsample(2, "bilinear", align_corners=True),
+    "Upsample3d_nearest": upsample(3, "nearest"),
+    "Upsample3d_trilinear": upsample(3, "trilinear", align_corners=False),
+    "UpsamplingNearest2d": upsampling_2d(nn.UpsamplingNearest2d),
+    "UpsamplingBilinear2d": upsampling_2d(nn.UpsamplingBilinear2d),
     "PixelShuffle": pixel_shuffle(unshuffle=False),
     "PixelUnshuffle": pixel_shuffle(unshuffle=True),
     "Unfold": unfold(),
     "Fold": fold(),
     **{f"{kind.capitalize()}Pad{nd}d": padding(kind, nd)
-       for kind in ("zero", "constant", "reflection", "replication", "circular") for nd in (1, 2)},
+       for kind in ("zero", "constant", "reflection", "replication", "circular") for nd in (1, 2, 3)},
+    "Identity": identity(),
+    "Flatten": flatten(),
+    "Unflatten": unflatten(),
+    "ChannelShuffle": channel_shuffle(),
+    "CosineSimilarity": cosine_similarity(),
+    "PairwiseDistance": pairwise_distance(),
+    "Dropout_p0": dropout_nd(nn.Dropout),
     "Dropout1d_p0": dropout_nd(nn.Dropout1d),
     "Dropout2d_p0": dropout_nd(nn.Dropout2d),
+    "Dropout3d_p0": dropout_nd(nn.Dropout3d),
+    "AlphaDropout_p0": dropout_nd(nn.AlphaDropout),
+    "FeatureAlphaDropout_p0": dropout_nd(nn.FeatureAlphaDropout),
     "ReLU": activation(nn.ReLU),
     "GELU": activation(nn.GELU),
     "GELU_tanh": activation(nn.GELU, inputs="wide_body", approximate=st.just("tanh")),
@@ -105,6 +146,22 @@ LAYERS: dict[str, st.SearchStrategy[Example]] = {
     "ELU": activation(nn.ELU, alpha=st.sampled_from([0.5, 1.0, 2.0])),
     "Hardswish": activation(nn.Hardswish),
     "Mish": activation(nn.Mish),
+    "ReLU6": activation(nn.ReLU6),
+    "Hardtanh": activation(nn.Hardtanh, min_val=st.sampled_from([-1.0, -0.5]), max_val=st.sampled_from([1.0, 2.5])),
+    "Hardsigmoid": activation(nn.Hardsigmoid),
+    "PReLU": prelu(),
+    "RReLU_eval": activation(nn.RReLU, eval=True, lower=st.sampled_from([0.1, 0.125]), upper=st.sampled_from([0.3, 1 / 3])),
+    "SELU": activation(nn.SELU),
+    "CELU": activation(nn.CELU, alpha=st.sampled_from([0.5, 1.0, 2.0])),
+    "GLU": glu(),
+    "LogSigmoid": activation(nn.LogSigmoid),
+    "Softsign": activation(nn.Softsign),
+    "Threshold": activation(nn.Threshold, threshold=st.sampled_from([-0.5, 0.1, 1.0]), value=st.sampled_from([0.0, 20.0])),
+    "Hardshrink": activation(nn.Hardshrink, lambd=st.sampled_from([0.5, 1.5])),
+    "Softshrink": activation(nn.Softshrink, lambd=st.sampled_from([0.5, 1.5])),
+    "Tanhshrink": activation(nn.Tanhshrink),
+    "Softmin": activation(nn.Softmin, dim=DIMS),
+    "Softmax2d": activation(nn.Softmax2d, min_rank=3),
     "Softmax": activation(nn.Softmax, dim=DIMS),
     "LogSoftmax": activation(nn.LogSoftmax, dim=DIMS),
     "CrossEntropyLoss": class_loss(nn.CrossEntropyLoss),
@@ -123,5 +180,17 @@ LAYERS: dict[str, st.SearchStrategy[Example]] = {
     "TripletMarginLoss": triplet_margin(),
     "BCEWithLogitsLoss": bce_with_logits(),
     "KLDivLoss": kl_div(),
+    "BCELoss": bce(),
+    "HingeEmbeddingLoss": sign_target_loss(nn.HingeEmbeddingLoss, margin=st.sampled_from([0.5, 1.0, 2.0])),
+    "SoftMarginLoss": sign_target_loss(nn.SoftMarginLoss),
+    "GaussianNLLLoss": gaussian_nll(),
+    "PoissonNLLLoss": poisson_nll(),
+    "MultiLabelSoftMarginLoss": multilabel_soft_margin(),
+    "MultiMarginLoss": multi_margin(),
+    "MultiLabelMarginLoss": multilabel_margin(),
+    "TripletMarginWithDistanceLoss": triplet_margin_with_distance(),
+    "CTCLoss": ctc(),
+    "AdaptiveLogSoftmaxWithLoss": adaptive_log_softmax(),
+    **({"LinearCrossEntropyLoss": linear_cross_entropy()} if hasattr(nn, "LinearCrossEntropyLoss") else {}),  # torch 2.13
 }
 NAMES = list(LAYERS)

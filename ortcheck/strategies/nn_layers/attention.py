@@ -103,3 +103,31 @@ def transformer_decoder_layer(draw):
     layer = make(nn.TransformerDecoderLayer, d_model, **config)
     target, memory = (_sequence(batch, n, d_model, config["batch_first"]) for n in (length, memory_length))
     return example(make(Call, layer, 2, keywords), target, memory, *masks)
+
+
+@st.composite
+def transformer(draw):
+    """The whole ``nn.Transformer``: 1-2 encoder and decoder layers, a causal target mask or not."""
+    d_model, config = _transformer_config(draw)
+    batch, length, source_length = draw(BATCH), draw(SIDE), draw(SIDE)
+    keywords, masks = _some_masks(draw, ("tgt_mask", Input((length, length), "causal")))
+    layer = make(nn.Transformer, d_model, num_encoder_layers=draw(st.integers(1, 2)),
+                 num_decoder_layers=draw(st.integers(1, 2)), **config)
+    source, target = (_sequence(batch, n, d_model, config["batch_first"]) for n in (source_length, length))
+    return example(make(Call, layer, 2, keywords), source, target, *masks)
+
+
+@st.composite
+def transformer_stack(draw, decoder: bool):
+    """``nn.TransformerEncoder`` / ``nn.TransformerDecoder``: 1-2 copies of a layer, a final norm or not."""
+    d_model, config = _transformer_config(draw)
+    batch, length = draw(BATCH), draw(SIDE)
+    layer_cls, stack_cls = ((nn.TransformerDecoderLayer, nn.TransformerDecoder) if decoder
+                            else (nn.TransformerEncoderLayer, nn.TransformerEncoder))
+    norm = make(nn.LayerNorm, d_model) if draw(st.booleans()) else None
+    extra = {} if decoder else dict(enable_nested_tensor=False)
+    stack = make(stack_cls, make(layer_cls, d_model, **config), draw(st.integers(1, 2)), norm=norm, **extra)
+    inputs = [_sequence(batch, length, d_model, config["batch_first"])]
+    if decoder:
+        inputs.append(_sequence(batch, draw(SIDE), d_model, config["batch_first"]))
+    return example(make(Call, stack, len(inputs)), *inputs)

@@ -62,7 +62,8 @@ class Input:
     first entry of the last axis), ``allowed`` (bool, True = attended, always the first), ``causal``
     (bool, True above the diagonal), ``offsets:<n>`` / ``offsets_last:<n>`` (EmbeddingBag's bag
     starts in [0, n], the first 0; the latter ending with n), ``sign`` (float ±1, a ranking or
-    similarity label)."""
+    similarity label), ``labels:<n>`` (integers in [1, n): CTC targets), ``multilabel:<n>`` (per row
+    some distinct labels, then -1s)."""
 
     shape: tuple[int, ...]
     kind: str = "float"
@@ -87,6 +88,15 @@ class Input:
             ignored = torch.rand(shape, generator=generator) < 0.3
             ignored.view(-1)[0] = False
             return torch.where(ignored, torch.full_like(labels, ignore), labels)
+        if kind == "labels":  # class labels in [1, n): CTC targets (0 is the blank)
+            return torch.randint(1, int(args[0]), shape, generator=generator)
+        if kind == "multilabel":  # per row: some distinct labels of [0, n), then -1s
+            rows = []
+            for _ in range(shape[0]):
+                count = int(torch.randint(1, shape[1] + 1, (1,), generator=generator))
+                labels = torch.randperm(int(args[0]), generator=generator)[:count]
+                rows.append(torch.cat([labels, torch.full((shape[1] - count,), -1)]))
+            return torch.stack(rows)
         if kind == "sign":
             return torch.where(torch.rand(shape, generator=generator) < 0.5, -1.0, 1.0)
         if kind == "filled":

@@ -89,3 +89,111 @@ def triplet_margin(draw):
     layer = make(nn.TripletMarginLoss, margin=draw(st.sampled_from([0.5, 1.0, 4.0])), p=draw(st.sampled_from([1.0, 2.0])),
                  swap=draw(st.booleans()), reduction=draw(REDUCTIONS))
     return example(make(Call, layer, 3), floats(batch, dim), floats(batch, dim), floats(batch, dim))
+
+
+@st.composite
+def bce(draw):
+    """Probabilities in [0.01, 0.99] against soft targets, with optional per-element weights."""
+    shape = draw(st.lists(SIDE, min_size=1, max_size=3))
+    kwargs = dict(reduction=draw(REDUCTIONS))
+    if draw(st.booleans()):
+        kwargs["weight"] = torch.tensor(draw(st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=shape[-1],
+                                                      max_size=shape[-1])))
+    return example(make(LossOf, make(nn.BCELoss, **kwargs)), floats(*shape, kind="unit"), floats(*shape, kind="unit"))
+
+
+@st.composite
+def sign_target_loss(draw, cls: type, **kwargs):
+    """Scores against ±1 labels (hinge embedding, soft margin)."""
+    shape = draw(st.lists(SIDE, min_size=1, max_size=3))
+    drawn = {name: draw(strategy) for name, strategy in kwargs.items()}
+    return example(make(LossOf, make(cls, reduction=draw(REDUCTIONS), **drawn)), floats(*shape), Input(tuple(shape), "sign"))
+
+
+@st.composite
+def gaussian_nll(draw):
+    """Mean, target and a positive variance, per element or one per sample (last side 1)."""
+    shape = draw(st.lists(SIDE, min_size=1, max_size=3))
+    variance = shape[:-1] + [1] if draw(st.booleans()) else shape
+    layer = make(nn.GaussianNLLLoss, full=draw(st.booleans()), eps=draw(st.sampled_from([1e-6, 1e-2])),
+                 reduction=draw(REDUCTIONS))
+    return example(make(Call, layer, 3), floats(*shape), floats(*shape), floats(*variance, kind="positive"))
+
+
+@st.composite
+def poisson_nll(draw):
+    """Log-rates (``log_input``) or positive rates against positive counts, with Stirling's term or not."""
+    shape = draw(st.lists(SIDE, min_size=1, max_size=3))
+    log_input = draw(st.booleans())
+    layer = make(nn.PoissonNLLLoss, log_input=log_input, full=draw(st.booleans()), reduction=draw(REDUCTIONS))
+    return example(make(LossOf, layer), floats(*shape, kind="float" if log_input else "positive"),
+                   floats(*shape, kind="positive"))
+
+
+@st.composite
+def multilabel_soft_margin(draw):
+    batch, classes = draw(BATCH), draw(st.integers(1, 4))
+    kwargs = dict(reduction=draw(REDUCTIONS))
+    if draw(st.booleans()):
+        kwargs["weight"] = torch.tensor(draw(st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=classes, max_size=classes)))
+    return example(make(LossOf, make(nn.MultiLabelSoftMarginLoss, **kwargs)), floats(batch, classes),
+                   floats(batch, classes, kind="unit"))
+
+
+@st.composite
+def multi_margin(draw):
+    """Scores ``[N, C]`` or ``[C]`` against a class, p 1 or 2, optional class weights."""
+    classes = draw(st.integers(2, 4))
+    batch = draw(st.lists(BATCH, max_size=1))
+    kwargs = dict(p=draw(st.sampled_from([1, 2])), margin=draw(st.sampled_from([0.5, 1.0])), reduction=draw(REDUCTIONS))
+    if draw(st.booleans()):
+        kwargs["weight"] = torch.tensor(draw(st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=classes, max_size=classes)))
+    return example(make(LossOf, make(nn.MultiMarginLoss, **kwargs)), floats(*batch, classes),
+                   Input(tuple(batch), f"index:{classes}"))
+
+
+@st.composite
+def multilabel_margin(draw):
+    """Scores ``[N, C]`` against each sample's labels, listed first and ended by -1."""
+    batch, classes = draw(BATCH), draw(st.integers(2, 4))
+    return example(make(LossOf, make(nn.MultiLabelMarginLoss, reduction=draw(REDUCTIONS))), floats(batch, classes),
+                   Input((batch, classes), f"multilabel:{classes}"))
+
+
+@st.composite
+def triplet_margin_with_distance(draw):
+    """The triplet loss with its default distance (pairwise L2), swap or not."""
+    batch, dim = draw(BATCH), draw(st.integers(2, 4))
+    layer = make(nn.TripletMarginWithDistanceLoss, margin=draw(st.sampled_from([0.5, 1.0])), swap=draw(st.booleans()),
+                 reduction=draw(REDUCTIONS))
+    return example(make(Call, layer, 3), floats(batch, dim), floats(batch, dim), floats(batch, dim))
+
+
+@st.composite
+def ctc(draw):
+    """Log-probabilities ``[T, N, C]`` against targets of length at most T/2 (blank 0 never a target)."""
+    length, batch, classes = draw(st.integers(2, 5)), draw(BATCH), draw(st.integers(2, 4))
+    target_length = draw(st.integers(1, max(1, length // 2)))
+    layer = make(nn.CTCLoss, reduction=draw(REDUCTIONS), zero_infinity=draw(st.booleans()))
+    return example(make(Call, layer, 4), floats(length, batch, classes), Input((batch, target_length), f"labels:{classes}"),
+                   Input((batch,), f"filled:{length}"), Input((batch,), f"filled:{target_length}"))
+
+
+@st.composite
+def adaptive_log_softmax(draw):
+    """The clustered softmax: a head and 1-2 tail clusters, its loss (the mean negative log-likelihood)."""
+    features, classes = draw(st.integers(2, 4)), draw(st.integers(4, 7))
+    cutoffs = sorted(draw(st.sets(st.integers(1, classes - 1), min_size=1, max_size=2)))
+    layer = make(nn.AdaptiveLogSoftmaxWithLoss, features, classes, cutoffs, div_value=draw(st.sampled_from([2.0, 4.0])),
+                 head_bias=draw(st.booleans()))
+    batch = draw(BATCH)
+    return example(make(Call, layer, 2, pick=1), floats(batch, features), Input((batch,), f"index:{classes}"))
+
+
+@st.composite
+def linear_cross_entropy(draw):
+    """The fused Linear + cross-entropy loss (torch 2.13), biased or not, with class weights or not."""
+    features, classes, batch = draw(st.integers(1, 4)), draw(st.integers(2, 4)), draw(BATCH)
+    kwargs = dict(bias=draw(st.booleans()), reduction=draw(REDUCTIONS))
+    return example(make(LossOf, make(nn.LinearCrossEntropyLoss, features, classes, **kwargs)), floats(batch, features),
+                   Input((batch,), f"index:{classes}"))

@@ -1,4 +1,4 @@
-"""The BatchNorm, LayerNorm, GroupNorm, InstanceNorm and RMSNorm families."""
+"""The BatchNorm, LayerNorm, GroupNorm, InstanceNorm, RMSNorm and local response norm families."""
 from __future__ import annotations
 
 import torch
@@ -12,11 +12,11 @@ from .drawn import BATCH, SIDE, example, floats, make, sides
 def batch_norm(draw, nd: int, eval: bool = False):
     """Train mode needs more than one value per channel; eval mode uses (random) running statistics."""
     channels = draw(SIDE)
-    spatial = draw(sides(draw(st.integers(0, 1)) if nd == 1 else 2))
+    spatial = draw(sides(draw(st.integers(0, 1)) if nd == 1 else nd, 1, 4 if nd < 3 else 3))
     batch = draw(BATCH)
     if not eval and batch * torch.Size(spatial).numel() < 2:
         batch += 1
-    cls = {1: nn.BatchNorm1d, 2: nn.BatchNorm2d}[nd]
+    cls = {1: nn.BatchNorm1d, 2: nn.BatchNorm2d, 3: nn.BatchNorm3d}[nd]
     layer = make(cls, channels, momentum=draw(st.sampled_from([0.1, 0.5, None])), affine=draw(st.booleans()),
                  track_running_stats=eval or draw(st.booleans()))
     return example(layer, floats(batch, channels, *spatial), eval=eval)
@@ -45,7 +45,7 @@ def instance_norm(draw, nd: int):
     """Train mode needs more than one spatial element."""
     channels = draw(SIDE)
     spatial = draw(sides(nd).filter(lambda s: torch.Size(s).numel() >= 2))
-    cls = {1: nn.InstanceNorm1d, 2: nn.InstanceNorm2d}[nd]
+    cls = {1: nn.InstanceNorm1d, 2: nn.InstanceNorm2d, 3: nn.InstanceNorm3d}[nd]
     layer = make(cls, channels, affine=True, track_running_stats=draw(st.booleans()))
     return example(layer, floats(draw(BATCH), channels, *spatial))
 
@@ -65,3 +65,13 @@ def local_response_norm(draw):
     layer = make(nn.LocalResponseNorm, draw(st.integers(1, 4)), alpha=draw(st.sampled_from([1e-4, 0.1, 1.0])),
                  beta=draw(st.sampled_from([0.75, 0.5])), k=draw(st.sampled_from([1.0, 2.0])))
     return example(layer, floats(draw(BATCH), draw(st.integers(1, 5)), *shape))
+
+
+@st.composite
+def cross_map_lrn2d(draw):
+    """The legacy LRN across channels of ``[N, C, H, W]`` (its own autograd Function in eager, whose
+    backward fails for a window of one channel, torch 2.13: "start (1) + length (1) exceeds dimension
+    size": windows of 2-4)."""
+    layer = make(nn.CrossMapLRN2d, draw(st.integers(2, 4)), alpha=draw(st.sampled_from([1e-4, 0.1])),
+                 beta=draw(st.sampled_from([0.75, 0.5])), k=draw(st.sampled_from([1.0, 2.0])))
+    return example(layer, floats(draw(BATCH), draw(st.integers(1, 5)), draw(SIDE), draw(SIDE)))

@@ -1,11 +1,11 @@
-"""RNN, LSTM and GRU."""
+"""RNN, LSTM and GRU, and their one-step cells."""
 from __future__ import annotations
 
 from hypothesis import strategies as st
 from torch import nn
 
 from .drawn import BATCH, SIDE, example, floats, make
-from .wrappers import Recurrent
+from .wrappers import Cell, Recurrent
 
 
 @st.composite
@@ -23,3 +23,14 @@ def recurrent(draw, cls: type, bidirectional: bool = False):
     if state and cls is nn.LSTM:
         state *= 2
     return example(make(Recurrent, rnn), x, *state)
+
+
+@st.composite
+def cell(draw, cls: type):
+    """One step of an RNNCell/GRUCell/LSTMCell, batched or not, from zeros or a drawn state."""
+    n_in, hidden = draw(SIDE), draw(SIDE)
+    batch = draw(st.lists(BATCH, max_size=1))
+    extra = dict(nonlinearity=draw(st.sampled_from(["tanh", "relu"]))) if cls is nn.RNNCell else {}
+    layer = make(Cell, make(cls, n_in, hidden, bias=draw(st.booleans()), **extra))
+    state = [floats(*batch, hidden)] * ((2 if cls is nn.LSTMCell else 1) if draw(st.booleans()) else 0)
+    return example(layer, floats(*batch, n_in), *state)

@@ -66,14 +66,24 @@ PADDINGS = {"zero": nn.ZeroPad2d, "constant": nn.ConstantPad2d, "reflection": nn
             "replication": nn.ReplicationPad2d, "circular": nn.CircularPad2d}
 PADDINGS_1D = {"zero": nn.ZeroPad1d, "constant": nn.ConstantPad1d, "reflection": nn.ReflectionPad1d,
                "replication": nn.ReplicationPad1d, "circular": nn.CircularPad1d}
+PADDINGS_3D = {"zero": nn.ZeroPad3d, "constant": nn.ConstantPad3d, "reflection": nn.ReflectionPad3d,
+               "replication": nn.ReplicationPad3d, "circular": nn.CircularPad3d}
 
 
 @st.composite
 def padding(draw, kind: str, nd: int):
     """Each side padded by its own amount; reflection and circular pad less than the side."""
-    cls = (PADDINGS_1D if nd == 1 else PADDINGS)[kind]
-    shape = draw(sides(nd, 2, 5))
+    cls = {1: PADDINGS_1D, 2: PADDINGS, 3: PADDINGS_3D}[nd][kind]
+    shape = draw(sides(nd, 2, 5 if nd < 3 else 3))
     amounts = [draw(st.integers(0, min(2, side - 1) if kind in ("reflection", "circular") else 2))
                for side in reversed(shape) for _ in range(2)]
     args = (tuple(amounts),) + ((draw(st.sampled_from([-1.5, 0.5])),) if kind == "constant" else ())
     return example(make(cls, *args), floats(draw(BATCH), draw(SIDE), *shape))
+
+
+@st.composite
+def upsampling_2d(draw, cls: type):
+    """The legacy ``UpsamplingNearest2d`` / ``UpsamplingBilinear2d`` (align_corners=True), by a factor or to a size."""
+    shape = draw(sides(2, 2))
+    resize = dict(scale_factor=draw(st.sampled_from([2.0, 3.0]))) if draw(st.booleans()) else dict(size=tuple(draw(sides(2, 1, 6))))
+    return example(make(cls, **resize), floats(draw(BATCH), draw(SIDE), *shape))

@@ -65,6 +65,31 @@ class Recurrent(nn.Module):
         return out, h
 
 
+class Cell(nn.Module):
+    """An RNNCell/GRUCell/LSTMCell from an optional state, LSTM's (h, c) as two outputs."""
+
+    def __init__(self, cell: nn.RNNCellBase):
+        super().__init__()
+        self.cell = cell
+
+    def forward(self, x, *state):
+        if isinstance(self.cell, nn.LSTMCell):
+            return self.cell(x, tuple(state) if state else None)
+        return self.cell(x, state[0] if state else None)
+
+
+class PoolUnpool(nn.Module):
+    """A max pool returning its indices, then the unpool that puts the maxima back."""
+
+    def __init__(self, pool: nn.Module, unpool: nn.Module):
+        super().__init__()
+        self.pool, self.unpool = pool, unpool
+
+    def forward(self, x):
+        pooled, indices = self.pool(x)
+        return self.unpool(pooled, indices)
+
+
 class LossOf(nn.Module):
     """A loss module as the wrapped module: its output is the loss."""
 

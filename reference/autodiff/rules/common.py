@@ -111,3 +111,17 @@ def pad_on_axes(ctx: GradientContext, value: str, rank: int, axes: str, begins: 
     pads = ctx.op("ScatterElements", ctx.ints([0] * (2 * rank)), positions, ctx.op("Concat", begins, ends, axis=0),
                   axis=0)
     return ctx.op("Pad", value, pads)
+
+
+def extremum_grads(ctx: GradientContext, node: GradNode) -> dict[int, str]:
+    """Max/Min of several (broadcast) inputs: dy goes to the inputs equal to the result, split evenly
+    among ties (PyTorch's maximum/minimum: half each), summed back to each input's shape."""
+    from reference.autodiff.broadcast import reduce_to_input
+
+    y, like = ctx.forward(node.output(0)), node.output(0)
+    hits = [ctx.op("CastLike", ctx.op("Equal", ctx.forward(node.input(i)), y), like) for i in range(node.num_inputs)]
+    count = hits[0]
+    for hit in hits[1:]:
+        count = ctx.add(count, hit)
+    share = ctx.div(node.grad(), count)
+    return {i: reduce_to_input(ctx, node, i, ctx.mul(share, hits[i])) for i in node.wanted_inputs}

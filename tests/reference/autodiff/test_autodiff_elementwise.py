@@ -28,6 +28,11 @@ BINARY = {
     "mul_broadcast": (torch.mul, [r(2, 3, 4), r(3, 1)], [r(1, 2, 2), r(2, 2)]),
     "div_broadcast": (torch.div, [r(2, 3, 4), positive(4)], [r(3, 1, 2), positive(2)]),
     "pow_tensor_exponent": (torch.pow, [positive(2, 3), r(3)], [positive(1, 2), r(2)]),
+    "maximum_broadcast": (torch.maximum, [r(3, 1, 5), r(4, 5)], [r(2, 1, 3), r(6, 3)]),
+    "minimum_broadcast": (torch.minimum, [r(3, 1, 5), r(4, 5)], [r(2, 1, 3), r(6, 3)]),
+    "maximum_ties_split_evenly": (torch.maximum, [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 0.0, 3.0])], []),
+    "prelu_channels": (lambda x, w: F.prelu(x, w), [r(2, 3, 4), torch.rand(3)], [r(1, 3, 2), torch.rand(3)]),
+    "prelu_shared": (lambda x, w: F.prelu(x, w), [r(2, 3, 4), torch.rand(1)], [r(1, 3, 2), torch.rand(1)]),
     "sum_of_three": (lambda a, b: a + b + a * 2, [r(2, 3), r(3)], []),
 }
 
@@ -74,6 +79,15 @@ UNARY = {
     "elu": (F.elu, 2 * r(3, 4)),
     "elu_alpha": (lambda x: F.elu(x, alpha=0.5), 2 * r(3, 4)),
     "hardswish": (F.hardswish, 4 * r(4, 5)),
+    "relu6": (F.relu6, 4 * r(4, 5)),
+    "hardtanh": (lambda x: F.hardtanh(x, -0.5, 1.5), 2 * r(4, 5)),
+    "clamp_both_bounds": (lambda x: x.clamp(-0.3, 0.4), r(4, 5)),
+    "clamp_min_only": (lambda x: torch.clamp(x, min=0.1), r(4, 5)),
+    "clamp_max_only": (lambda x: torch.clamp(x, max=-0.2), r(4, 5)),
+    "hardsigmoid": (F.hardsigmoid, 4 * r(4, 5)),
+    "selu": (F.selu, 2 * r(3, 4)),
+    "celu": (lambda x: F.celu(x, alpha=0.7), 2 * r(3, 4)),
+    "max_with_a_constant": (lambda x: torch.clamp_min(x.norm(dim=-1), 1.5), r(3, 4)),
     "max_pool1d_overlapping": (lambda x: F.max_pool1d(x, 3, stride=1), r(2, 3, 7)),
     "max_pool2d_padded_dilated": (lambda x: F.max_pool2d(x, 2, stride=1, padding=1, dilation=2), r(1, 2, 4, 5)),
 }
@@ -92,6 +106,14 @@ def test_where_masked_fill_and_broadcast_branches(harness):
 
     harness.check_gradients(fn, [r(2, 3, 4), r(3, 1), r(4)], wrt_args=(0, 1),
                             more_args=[[r(1, 2, 5), r(2, 1), r(5)]])
+
+
+def test_clip_gradient_flows_through_both_bounds_and_to_bounds_that_require_grad(harness):
+    """At a bound the gradient still flows (PyTorch's clamp); tensor bounds get what passed them."""
+    x = torch.tensor([[-1.0, -0.5, 0.0, 0.5, 1.0, 2.0]])
+    harness.check_gradients(lambda x: torch.clamp(x, -0.5, 1.0) * torch.arange(6.0), [x])
+    harness.check_gradients(lambda x, low, high: torch.clamp(x, low, high) * torch.arange(6.0),
+                            [x, torch.tensor(-0.5), torch.tensor(1.0)], wrt_args=(0, 1, 2))
 
 
 def test_value_read_twice_accumulates(harness):
