@@ -4,7 +4,7 @@ import torch
 from ortcheck.impls import Options
 from ortcheck.impls.eager import EagerImpl
 
-from controls.base import Control
+from controls.base import Control, DuringForward
 
 
 class GradientsOffByOnePermille(Control, EagerImpl):
@@ -70,3 +70,15 @@ class WritesGradsAroundAutograd(Control, EagerImpl):
 
     def wrap(self, module, options=Options()):
         return _WritesGrads(module)
+
+
+class IgnoresNoGradRegions(DuringForward):
+    """Traces forward's ``no_grad`` regions like the rest: gradients flow through a statistic eager
+    computes without them (a buffer updated under ``no_grad``, a scale under ``set_grad_enabled(False)``)."""
+    caught_by = ("suites/test_forward_patterns.py::test_forward_patterns_train_like_eager[ignores_no_grad_regions-no_grad_buffer]",
+                 "suites/test_forward_patterns.py::test_forward_patterns_train_like_eager[ignores_no_grad_regions-grad_disabled_scale]")
+
+    def seam(self):
+        from reference.export.grad_regions import NO_GRAD_REGIONS_TRACED
+
+        return NO_GRAD_REGIONS_TRACED.overridden(True)

@@ -115,6 +115,7 @@ def _buffers_kept(module: torch.nn.Module, flat: FlatModule) -> Iterator[None]:
                     _set_buffer(module, name, b)
                 if b._version != version or name in unseen:
                     b.copy_(values)
+
         changed = sorted(set(current) ^ set(saved))
         for name in set(current) - set(saved):
             _set_buffer(module, name, None)

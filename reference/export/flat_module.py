@@ -10,7 +10,8 @@ their updated values become graph outputs the wrapper writes back after each cal
 names them in that order. BatchNorm and InstanceNorm run through :mod:`reference.export.norms`,
 which makes their running-statistic writes visible to the trace; RNN, LSTM and GRU through
 :mod:`reference.export.recurrent`, unrolled over the traced length. Values the trace turned into
-Python control flow (:mod:`reference.export.data_guards`) are returned last, as guards.
+Python control flow (:mod:`reference.export.data_guards`) are returned last, as guards. What
+forward computes under ``no_grad`` stays gradient-free (:mod:`reference.export.grad_regions`).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import torch
 
 from reference import nested_io
 from reference.export import data_guards
+from reference.export.grad_regions import gradient_free_regions
 from reference.export.norms import traceable_norms
 from reference.export.recurrent import unrolled_recurrences
 from reference.export.traced_numbers import marked
@@ -37,7 +39,8 @@ class FlatModule(torch.nn.Module):
         args, kwargs = nested_io.unflatten(tensors, self.input_schema)
         before = {name: (id(b), b._version) for name, b in self.module.named_buffers()}
         norms = traceable_norms(self.module)
-        with norms, unrolled_recurrences() as recurrences, data_guards.collected(norms.read_elsewhere()) as self.guards:
+        with gradient_free_regions(self.module), norms, unrolled_recurrences() as recurrences, \
+                data_guards.collected(norms.read_elsewhere()) as self.guards:
             outputs, self.output_schema = nested_io.flatten(marked(self.module(*args, **kwargs)))
         self.unrolled = recurrences.used
         after = dict(self.module.named_buffers())

@@ -3,6 +3,7 @@
 (``ortcheck/strategies/nn_layers/coverage.py``). Each follows ATen's formula and order:
 
 - ``nn.Threshold``: ``x > threshold ? x : value`` (torch's refuses a threshold other than 0);
+- ``nn.LogSigmoid``: ``-softplus(-x)`` (torch's takes the log of a sigmoid rounded to 1);
 - ``nn.ChannelShuffle``: ``[N, g, C/g, ...]`` transposed to ``[N, C/g, g, ...]``;
 - ``nn.CosineSimilarity``: ``Σ (x1 / max(‖x1‖, eps)) (x2 / max(‖x2‖, eps))``, the clamp applied
   without a gradient of its own as ATen's (under ``no_grad``); torch's divides once and makes a 0-d
@@ -33,6 +34,12 @@ def _rank(x) -> int:
 @symbolic_helper.parse_args("v", "f", "f")
 def threshold(g, x, threshold_value, value):
     return g.op("Where", g.op("Greater", x, _scalar(g, threshold_value, x)), x, _scalar(g, value, x))
+
+
+def log_sigmoid(g, x):
+    """``-softplus(-x)``: torch's ``Log(Sigmoid(x))`` rounds sigmoid to 1 for large x (-1.19e-7 at
+    x = 16, where eager gives -1.13e-7), and onnxruntime's Softplus is accurate there."""
+    return g.op("Neg", g.op("Softplus", g.op("Neg", x)))
 
 
 @symbolic_helper.parse_args("v", "i")
@@ -163,7 +170,7 @@ def alpha_dropout(g, x, p, train):
 
 
 MORE_LAYER_SYMBOLICS = {
-    "aten::threshold": (threshold, 13), "aten::channel_shuffle": (channel_shuffle, 13),
+    "aten::threshold": (threshold, 13), "aten::log_sigmoid": (log_sigmoid, 13), "aten::channel_shuffle": (channel_shuffle, 13),
     "aten::cosine_similarity": (cosine_similarity, 18), "aten::pairwise_distance": (pairwise_distance, 18),
     "aten::binary_cross_entropy": (binary_cross_entropy, 13), "aten::soft_margin_loss": (soft_margin_loss, 13),
     "aten::hinge_embedding_loss": (hinge_embedding_loss, 13), "aten::poisson_nll_loss": (poisson_nll_loss, 13),

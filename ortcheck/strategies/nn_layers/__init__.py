@@ -154,7 +154,7 @@ LAYERS: dict[str, st.SearchStrategy[Example]] = {
     "SELU": activation(nn.SELU),
     "CELU": activation(nn.CELU, alpha=st.sampled_from([0.5, 1.0, 2.0])),
     "GLU": glu(),
-    "LogSigmoid": activation(nn.LogSigmoid),
+    "LogSigmoid": activation(nn.LogSigmoid, inputs="tails"),
     "Softsign": activation(nn.Softsign),
     "Threshold": activation(nn.Threshold, threshold=st.sampled_from([-0.5, 0.1, 1.0]), value=st.sampled_from([0.0, 20.0])),
     "Hardshrink": activation(nn.Hardshrink, lambd=st.sampled_from([0.5, 1.5])),

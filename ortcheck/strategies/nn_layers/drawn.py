@@ -45,6 +45,13 @@ def make(cls, *args, **kwargs) -> Build:
 GELU_TAIL = (-5.2, -2.0)  # tanh GELU's 1 + tanh(z) cancels here
 
 
+def _with_tails(values: torch.Tensor) -> torch.Tensor:
+    """``values`` with the first at -16 and the last at 16: where sigmoid-like functions saturate."""
+    flat = values.view(-1)
+    flat[0], flat[-1] = -16.0, 16.0
+    return values
+
+
 def _mirrored_out_of_gelu_tail(values: torch.Tensor) -> torch.Tensor:
     inside = (values > GELU_TAIL[0]) & (values < GELU_TAIL[1])
     return torch.where(inside, -values, values)
@@ -56,7 +63,8 @@ class Input:
     ``wide`` (3 x randn, reaching the saturated and linear parts of activations), ``wide_body``
     (``wide`` mirrored out of [-5.2, -2], where tanh GELU's ``1 + tanh`` cancels and float32
     kernels are, at rare points, far less accurate than eager's: a verdict there would depend on
-    the seed), ``unit`` (in [0.01, 0.99]), ``positive`` (in [0.1, 1]). The rest don't: ``index:<n>`` (integers in [0, n)),
+    the seed), ``tails`` (``wide`` with the first value at -16 and the last at 16: where a kernel
+    accurate only in absolute terms is relatively wrong, in every draw), ``unit`` (in [0.01, 0.99]), ``positive`` (in [0.1, 1]). The rest don't: ``index:<n>`` (integers in [0, n)),
     ``target:<n>:<ignore>`` (class labels, some of them ``ignore`` but never the first: n > 1 if
     ``ignore`` is a class), ``filled:<v>`` (all v), ``masked`` (bool, True = excluded, never the
     first entry of the last axis), ``allowed`` (bool, True = attended, always the first), ``causal``
@@ -71,9 +79,10 @@ class Input:
     def make(self, generator: torch.Generator) -> torch.Tensor:
         kind, *args = self.kind.split(":")
         shape = self.shape
-        if kind in ("float", "wide", "wide_body", "unit", "positive"):
+        if kind in ("float", "wide", "wide_body", "unit", "positive", "tails"):
             values = {"float": lambda: torch.randn(shape, generator=generator),
                       "wide": lambda: 3 * torch.randn(shape, generator=generator),
+                      "tails": lambda: _with_tails(3 * torch.randn(shape, generator=generator)),
                       "wide_body": lambda: _mirrored_out_of_gelu_tail(3 * torch.randn(shape, generator=generator)),
                       "unit": lambda: torch.rand(shape, generator=generator).clamp(0.01, 0.99),
                       "positive": lambda: 0.1 + 0.9 * torch.rand(shape, generator=generator)}[kind]()
