@@ -31,10 +31,15 @@ def check_model(model: torch.nn.Module | Callable[[], torch.nn.Module], batch: C
     validate(model, make_batch(batch, 2, 0), loss)
     implementation = impl if isinstance(impl, Implementation) else impls.get(impl)
     subject = Subject(implementation, Options(device=device), model, batch, loss, steps, optimizer)
-    outcomes = tuple(run_check(check, subject) for check in (checks or tuple(CHECKS)))
-    located = None
-    if localize_failures and any(o.status == FAIL and o.check in ("gradients", "training steps") for o in outcomes):
-        located = localize(subject, report_dir)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the checks run in forked children, where thread pools do not survive
+    try:
+        outcomes = tuple(run_check(check, subject) for check in (checks or tuple(CHECKS)))
+        located = None
+        if localize_failures and any(o.status == FAIL and o.check in ("gradients", "training steps") for o in outcomes):
+            located = localize(subject, report_dir)
+    finally:
+        torch.set_num_threads(threads)
     result = CheckResult(name, implementation.name, device, outcomes, located)
     if report_dir is not None:
         from ortcheck.usercheck.report import write

@@ -127,7 +127,7 @@ def run_check(name: str, subject: Subject) -> Outcome:
     """The check's outcome; it runs in a child process (:mod:`ortcheck.usercheck.isolated`), so a crash
     of the implementation fails this check alone."""
     try:
-        return Outcome(name, PASS, isolated(CHECKS[name], subject, device=subject.options.device))
+        return Outcome(name, PASS, isolated(CHECKS[name], subject, device=subject.options.device, name=f"check {name!r}"))
     except Crashed as crash:
         return Outcome(name, FAIL, str(crash))
     except NotApplicable as reason:

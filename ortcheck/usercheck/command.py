@@ -26,16 +26,31 @@ def add_parser(commands) -> None:
     check.add_argument("--impl", default=impls.DEFAULT,
                        help=f"a registered implementation ({', '.join(impls.names())}) or MODULE:CLASS")
     check.add_argument("--device", default="cpu", choices=DEVICES)
-    check.add_argument("--steps", type=int, default=3, help="optimizer steps compared with eager")
+    check.add_argument("--steps", type=_positive, default=3, help="optimizer steps compared with eager (at least 1)")
     check.add_argument("--optimizer", default="sgd", choices=sorted(OPTIMIZERS))
     check.add_argument("--report-dir", type=Path, default=None,
                        help="write check.json, check.md and, on a mismatch, repro/ there")
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of steps, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"at least 1 step is checked, got {value}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
+    import torch
+
     from ortcheck.usercheck.api import check_model
     from ortcheck.usercheck.targets import default_batch_spec, load
 
+    # One thread from the start, before the user's code runs: every check runs in a forked child, and
+    # thread pools (torch's OpenMP, onnxruntime's) do not survive a fork (ortcheck/usercheck/isolated.py).
+    torch.set_num_threads(1)
     try:
         factory = load(args.target, "factory")
         batch_spec = args.batch or default_batch_spec(args.target)
@@ -44,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         batch = load(batch_spec, "batch")
         loss = load(args.loss, "loss") if args.loss else None
         impl = args.impl if args.impl in impls.names() else _implementation(args.impl)
+        _require_available(impl)
         result = check_model(factory, batch, loss, impl=impl, device=args.device, steps=args.steps,
                              optimizer=args.optimizer, report_dir=args.report_dir, target=args.target)
     except UserInputError as error:
@@ -63,3 +79,11 @@ def _implementation(spec: str):
     if not (isinstance(cls, type) and issubclass(cls, Implementation)):
         raise UserInputError(f"implementation {spec!r} is not an ortcheck.impls.Implementation subclass")
     return cls()
+
+
+def _require_available(impl) -> None:
+    """An implementation that cannot run here is the user's setup, not a failing model: one line."""
+    implementation = impls.get(impl) if isinstance(impl, str) else impl
+    reason = implementation.unavailable_reason()
+    if reason:
+        raise UserInputError(f"--impl {implementation.name} cannot run here: {reason}")

@@ -6,24 +6,40 @@ The child is a fork: it inherits the model, the batches and the implementation a
 nothing needs pickling on the way in; only the part's result (or its exception) comes back through
 a pipe. A process that used CUDA cannot be forked safely, and a platform without ``fork`` has none:
 there the part runs in this process, unprotected.
+
+Threads do not survive a fork: a child of a parent that ran torch's OpenMP kernels on several
+threads waits forever in libgomp's barrier at its first parallel kernel (oneDNN's conv2d,
+LayerNorm; ``ortcheck check`` from a shell with default threads hung for 657 s). So the child
+computes on one thread (libgomp's single-thread path touches no pool), ``ortcheck check`` runs on
+one thread from its start (no pool is ever made: onnxruntime's do not survive either), and a child
+that returns nothing within ``timeout`` seconds is killed and reported as hung, naming the part.
 """
 from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
 import sys
+import time
 from typing import Callable, TypeVar
+
+import torch
 
 T = TypeVar("T")
 
 
 class Crashed(Exception):
-    """The child running a part died without a result: killed by a signal, or it exited."""
+    """The child running a part died without a result: killed by a signal, or it exited, or hung."""
 
 
-def isolated(part: Callable[..., T], *args, device: str = "cpu") -> T:
-    """``part(*args)`` in a forked child; its exception is raised here, its death as :class:`Crashed`."""
+TIMEOUT = 300.0  # seconds a part may take (the zoo's largest take ~30 s on 2 cores)
+
+
+def isolated(part: Callable[..., T], *args, device: str = "cpu", name: str = "the part",
+             timeout: float | None = None) -> T:
+    """``part(*args)`` in a forked child; its exception is raised here, its death as :class:`Crashed`,
+    and a child still running after ``timeout`` seconds (default :data:`TIMEOUT`) is killed as hung."""
     if not hasattr(os, "fork") or device != "cpu":
         return part(*args)
     read_end, write_end = os.pipe()
@@ -34,6 +50,7 @@ def isolated(part: Callable[..., T], *args, device: str = "cpu") -> T:
         os.close(read_end)
         status = 1
         try:
+            torch.set_num_threads(1)  # the parent's OpenMP threads are not here (see the module docstring)
             with os.fdopen(write_end, "wb") as out:
                 pickle.dump(_outcome(part, args), out)
             status = 0
@@ -42,15 +59,32 @@ def isolated(part: Callable[..., T], *args, device: str = "cpu") -> T:
             sys.stderr.flush()
             os._exit(status)
     os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        payload = pipe.read()
+    payload = _read_within(read_end, pid, TIMEOUT if timeout is None else timeout)
     _, status = os.waitpid(pid, 0)
+    if payload is None:
+        raise Crashed(f"{name} hung: no result within {TIMEOUT if timeout is None else timeout:g} s (killed)")
     if not payload:
         raise Crashed(describe(status))
     kind, value = pickle.loads(payload)
     if kind == "raised":
         raise value
     return value
+
+
+def _read_within(fd: int, pid: int, timeout: float) -> bytes | None:
+    """All the child writes to ``fd``, or None (the child killed) when it takes over ``timeout`` seconds."""
+    deadline, chunks = time.monotonic() + timeout, []
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        while True:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([pipe], [], [], max(0.0, left))
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                return None
+            chunk = pipe.read(1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
 
 
 def describe(status: int) -> str:

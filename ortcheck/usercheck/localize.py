@@ -65,7 +65,7 @@ def localize(subject, report_dir=None) -> Localization:
     current = ""
     try:
         failure = isolated(check_call, impl, options, model, batch, subject.loss_fn, "the model",
-                           device=options.device) or SEVERAL_STEPS
+                           device=options.device, name="the whole model alone") or SEVERAL_STEPS
         crash = None
     except Crashed as error:  # the process died: every part that dies alone fails alone
         crash, failure = Crashed, str(error)
@@ -108,7 +108,7 @@ def _check_alone(impl, options, module, batch: Batch, path: str, crash: type[Exc
     when localizing a ``crash``, raising that exception type alone is the failure."""
     try:
         return isolated(check_call, impl, options, module, requiring_grad(batch), Projection(), path,
-                        device=options.device)
+                        device=options.device, name=f"{path or 'the model'} alone")
     except Crashed as error:  # a part that kills the process alone fails alone, whatever the model did
         return str(error)
     except Exception as error:  # a module the pipeline cannot run alone (refused export, unsupported input)

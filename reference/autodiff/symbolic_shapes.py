@@ -22,6 +22,7 @@ from onnx import helper
 from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
 from reference.autodiff.fuse.graph import MICROSOFT, GraphFacts, attribute, copied
+from reference.export.detach import DOMAIN as STOP_GRADIENT_DOMAIN, OP as STOP_GRADIENT
 
 
 def dims_of(value_type: onnx.TypeProto | None) -> list[int | str | None] | None:
@@ -52,14 +53,18 @@ def _muted(logger: logging.Logger):
 
 
 def _shape_twin(model: onnx.ModelProto) -> onnx.ModelProto:
-    """``model`` with each FusedMatMul as the Transpose and MatMul of the same shapes, its output
-    under the same name."""
-    fused = [node for node in model.graph.node if node.op_type == "FusedMatMul" and node.domain == MICROSOFT]
-    if not fused:
+    """``model`` with each FusedMatMul as the Transpose and MatMul of the same shapes, and each
+    ``reference.StopGradient`` (what forward computed under ``no_grad``: rotary tables...) as the
+    Identity it is, its output under the same name: the inference knows neither op."""
+    twinned = {(MICROSOFT, "FusedMatMul"), (STOP_GRADIENT_DOMAIN, STOP_GRADIENT)}
+    if not any((node.domain, node.op_type) in twinned for node in model.graph.node):
         return model
     facts, twin = GraphFacts(model, types=True), copied(model)
     nodes = []
     for node in twin.graph.node:
+        if node.op_type == STOP_GRADIENT and node.domain == STOP_GRADIENT_DOMAIN:
+            nodes.append(helper.make_node("Identity", list(node.input), list(node.output), name=node.name))
+            continue
         if node.op_type != "FusedMatMul" or node.domain != MICROSOFT:
             nodes.append(node)
             continue

@@ -8,7 +8,8 @@ the reference was silently wrong there (gradients up to 0.175 off; issue 39). So
 traces with grad mode on, yet with nothing requiring grad (its inputs come detached and the
 module's parameters are frozen for the trace, so the tracer bakes no grad-requiring tensor in, as
 it refused to for the 4-bit layers' cached weights), and while the user's code turns grad mode off
-this mode detaches what each op returns (kept in the graph as ``reference.StopGradient``). In-place
+this mode detaches the floating tensors each op returns (kept in the graph as
+``reference.StopGradient``; integer tensors carry no gradient, and shape arithmetic stays plain). In-place
 ops are left as they are: they return the tensor they wrote, whose new value comes from operands
 already detached.
 """
@@ -37,7 +38,7 @@ class _Detached(TorchFunctionMode):
         out = func(*args, **(kwargs or {}))
         if torch.is_grad_enabled() or _in_place(func):
             return out
-        return tree_map_only(torch.Tensor, lambda t: t.detach(), out)
+        return tree_map_only(torch.Tensor, lambda t: t.detach() if t.is_floating_point() or t.is_complex() else t, out)
 
 
 @contextlib.contextmanager

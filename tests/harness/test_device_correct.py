@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 from typing import Any, Callable
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -200,7 +201,22 @@ def test_a_layer_stack_runs_on_the_device_it_is_moved_to(strategy):
     check()
 
 
-@pytest.mark.parametrize("layer", NAMES)
+# Layers torch itself cannot run on meta, in every draw: no meta kernel, or eager reads a value.
+TORCH_WITHOUT_META = {
+    "MultiMarginLoss": "torch has no meta kernel for aten::multi_margin_loss_backward",
+    "MultiLabelMarginLoss": "torch has no meta kernel for aten::multilabel_margin_loss",
+    "CTCLoss": "torch has no meta kernel for aten::_ctc_loss",
+    "AdaptiveLogSoftmaxWithLoss": "its forward checks the targets' range with .item()",
+    "GaussianNLLLoss": "its forward checks the variance with torch.any(var < 0) and .item()",
+    "Transformer": "its forward reads the masks' values (.item()) to detect a causal mask",
+}
+# ... and in some draws (BatchNorm with momentum=None reads float(num_batches_tracked)): such draws are discarded
+_META_READ = re.compile(r"cannot be called on meta tensors")
+
+
+@pytest.mark.parametrize("layer", [pytest.param(name, marks=pytest.mark.skip(reason=f"{TORCH_WITHOUT_META[name]}: no "
+                                                                               "meta run to check devices with"))
+                                   if name in TORCH_WITHOUT_META else name for name in NAMES])
 def test_a_catalogued_layer_runs_on_the_device_it_is_moved_to(layer):
     @settings(DRAWS, max_examples=2)
     @given(drawn=LAYERS[layer])
@@ -208,7 +224,11 @@ def test_a_catalogued_layer_runs_on_the_device_it_is_moved_to(layer):
         generator = torch.Generator().manual_seed(0)
         inputs = tuple(spec.make(generator) for spec in drawn.inputs)
         module = build_seeded(drawn.module, 0)
-        assert_runs_on(Subject(module.eval() if drawn.eval else module, (inputs, {}), _called))
+        try:
+            assert_runs_on(Subject(module.eval() if drawn.eval else module, (inputs, {}), _called))
+        except RuntimeError as error:
+            assume(not _META_READ.search(str(error)))
+            raise
 
     check()
 

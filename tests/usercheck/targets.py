@@ -113,3 +113,25 @@ def with_an_unexportable_op():
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(FEATURES, 4),
                                torch.nn.Sequential(torch.nn.Linear(4, 4), RunningMax()))
+
+
+class ConvNorm(torch.nn.Module):
+    """A small CNN with LayerNorm: oneDNN's conv2d and ATen's LayerNorm run OpenMP-parallel kernels."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.norm = torch.nn.LayerNorm([8, 16, 16])
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, images):
+        return self.head(torch.relu(self.norm(self.conv(images))).mean((2, 3)))
+
+
+def conv_norm():
+    torch.manual_seed(0)
+    return ConvNorm()
+
+
+def conv_norm_batch(size):
+    return (torch.randn(size, 3, 16, 16, generator=torch.Generator().manual_seed(size)),)
