@@ -14,11 +14,26 @@ from ortcheck.usercheck.result import CheckResult, Localization
 COLORS = {"pass": "#2e7d32", "FAIL": "#c62828"}
 
 
+def _placed(path: str, checked: list[str]) -> tuple[int, str]:
+    """(depth, label) of ``path`` under the nearest checked module above it: ``blocks.0`` with no row
+    for ``blocks`` sits under the model as ``blocks.0``, not as ``0`` under whatever came before."""
+    if not path:
+        return 0, "(the model)"
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        parent = ".".join(parts[:cut])
+        if parent in checked:
+            depth, _ = _placed(parent, checked)
+            return depth + 1, ".".join(parts[cut:])
+    return 1, path
+
+
 def _rows(located: Localization) -> list[tuple[int, str, str, str]]:
     """(depth, label, verdict, note) per submodule, in the order they were checked."""
     rows = []
+    checked = [path for path, _ in located.tree]
     for path, verdict in located.tree:
-        depth = 0 if not path else path.count(".") + 1
+        depth, label = _placed(path, checked)
         note = ""
         if path == located.module:
             note = f"smallest failing: {located.module_type}"
@@ -26,7 +41,7 @@ def _rows(located: Localization) -> list[tuple[int, str, str, str]]:
                 what = "an op failing alone in one call" if located.one_call_passes else "first failing op"
                 note += f"; {what}: ONNX {'+'.join(located.op.onnx_ops) or '?'} on " + \
                         ", ".join(str(list(s)) for s in located.op.sizes)
-        rows.append((depth, path.rsplit(".", 1)[-1] if path else "(the model)", verdict, note))
+        rows.append((depth, label, verdict, note))
     return rows
 
 

@@ -15,7 +15,9 @@ def raised(error: BaseException) -> str:
     the message's last line too, which names the cause."""
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()] or [""]
     cause = f" ... {lines[-1]}" if len(lines) > 1 and lines[0].endswith(":") else ""
-    return f"the implementation raised {type(error).__name__}: {lines[0]}{cause}"
+    first, listed, supported = lines[0].partition("; supported: ")  # the reference's 70-op list: counted, not copied
+    count = f" ({len(supported.split(', '))} ops have one)" if listed else ""
+    return f"the implementation raised {type(error).__name__}: {first}{count}{cause}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,8 +89,14 @@ class CheckResult:
     def format(self) -> str:
         lines = [f"ortcheck check {self.target} --impl {self.impl} --device {self.device}"]
         width = max(len(o.check) for o in self.outcomes)
+        first_with: dict[str, str] = {}
         for o in self.outcomes:
-            lines.append(f"  {o.status:<5} {o.check:<{width}}  {o.detail}".rstrip())
+            detail = o.detail
+            if detail and detail in first_with:  # one cause failing every check is written once
+                detail = f"(the same as {first_with[detail]!r})"
+            else:
+                first_with.setdefault(o.detail, o.check)
+            lines.append(f"  {o.status:<5} {o.check:<{width}}  {detail}".rstrip())
         if self.localization:
             lines += self.localization.lines()
         lines.append("trains like eager" if self.ok else "does NOT train like eager")

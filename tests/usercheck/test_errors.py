@@ -36,3 +36,15 @@ def test_the_default_batch_maker_is_found_by_name(capsys):
     """No --batch: ``mlp_batch`` beside ``mlp``; ``gated`` has none, so the module's ``batch``."""
     assert cli.main(["check", f"{T}:gated", "--impl", "eager", "--steps", "1"]) == 0
     assert "trains like eager" in capsys.readouterr().out
+
+
+def test_one_cause_failing_every_check_is_written_once_and_an_op_list_is_counted():
+    from ortcheck.usercheck.result import CheckResult, Outcome, raised
+    from reference.autodiff.errors import UnsupportedOpError
+
+    detail = raised(UnsupportedOpError("Clip", "/clip", ["Abs", "Add", "Relu"]))
+    assert detail.endswith("(3 ops have one)") and "Abs, Add" not in detail
+    result = CheckResult("m:f", "reference", "cpu", (Outcome("gradients", "FAIL", detail), Outcome("train/eval", "FAIL", detail),
+                                                      Outcome("new batch size", "PASS", "2 then 3")), None)
+    lines = result.format().splitlines()
+    assert lines[1].endswith(detail) and lines[2].endswith("(the same as 'gradients')")

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -39,6 +40,9 @@ def test_a_broken_op_is_named_with_its_module_on_a_zoo_model(control, architectu
     assert "where float64 eager gives" in located.op.failure
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
 def test_where_with_both_branches_training_is_localized():
     result = check_model(targets.gated, targets.batch, impl=WhereGradToWrongBranch(), checks=("gradients",))
     located = result.localization
@@ -62,6 +66,10 @@ def test_the_cli_writes_a_reproduction_that_reproduces(tmp_path, capsys):
     assert (tmp_path / "check.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     repro = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path / "repro", capture_output=True, text=True)
     assert repro.returncode == 1 and "where float64 eager gives" in repro.stdout, repro.stdout + repro.stderr
+    # from anywhere else too, and it names no absolute path of this machine
+    elsewhere = subprocess.run([sys.executable, str(tmp_path / "repro" / "repro.py")], cwd="/", capture_output=True, text=True)
+    assert elsewhere.returncode == 1 and "where float64 eager gives" in elsewhere.stdout, elsewhere.stdout + elsewhere.stderr
+    assert f"'{REPO}" not in (tmp_path / "repro" / "repro.py").read_text()  # relative roots, not this machine's
 
 
 def test_a_saturated_sigmoid_gate_trains_like_eager_through_the_reference():
@@ -107,3 +115,13 @@ def test_an_op_failing_alone_is_not_called_the_cause_of_a_failure_that_needs_sev
         dataclasses.replace(several, op=None).lines())
     one_call = dataclasses.replace(several, failure="logits off", one_call_passes=False)
     assert any(line.startswith("first failing op: op #3") for line in one_call.lines())
+
+
+def test_the_pictures_tree_places_each_module_under_its_nearest_checked_ancestor():
+    from ortcheck.usercheck.picture import _rows
+
+    located = Localization(module="blocks.0.attn", module_type="Attention", failure="", op=None,
+                           tree=(("", "FAIL"), ("wte", "pass"), ("blocks.0", "FAIL"), ("blocks.0.attn", "FAIL"),
+                                 ("blocks.0.mlp.fc", "pass")))
+    placed = [(depth, label) for depth, label, _, _ in _rows(located)]
+    assert placed == [(0, "(the model)"), (1, "wte"), (1, "blocks.0"), (2, "attn"), (2, "mlp.fc")]
