@@ -20,7 +20,7 @@ from .conv import adaptive_pool, conv, conv_transpose, lp_pool, max_unpool, pool
 from .dense import bilinear, embedding, embedding_bag, linear
 from .distances import cosine_similarity, pairwise_distance
 from .drawn import Example, Input
-from .losses import (adaptive_log_softmax, bce, bce_with_logits, class_loss, ctc, gaussian_nll, kl_div, linear_cross_entropy,
+from .losses import (adaptive_log_softmax, binary_loss, class_loss, ctc, gaussian_nll, kl_div, linear_cross_entropy,
                      multi_margin, multilabel_margin, multilabel_soft_margin, pair_loss, pointwise_loss, poisson_nll,
                      sign_target_loss, triplet_margin, triplet_margin_with_distance)
 from .norms import batch_norm, cross_map_lrn2d, group_norm, instance_norm, layer_norm, local_response_norm, rms_norm
@@ -178,9 +178,9 @@ LAYERS: dict[str, st.SearchStrategy[Example]] = {
     "CosineEmbeddingLoss": pair_loss(nn.CosineEmbeddingLoss, vectors=True, margin=st.sampled_from([0.0, 0.3])),
     "MarginRankingLoss": pair_loss(nn.MarginRankingLoss, vectors=False, margin=st.sampled_from([0.0, 0.5])),
     "TripletMarginLoss": triplet_margin(),
-    "BCEWithLogitsLoss": bce_with_logits(),
+    "BCEWithLogitsLoss": binary_loss(logits=True),
     "KLDivLoss": kl_div(),
-    "BCELoss": bce(),
+    "BCELoss": binary_loss(logits=False),
     "HingeEmbeddingLoss": sign_target_loss(nn.HingeEmbeddingLoss, margin=st.sampled_from([0.5, 1.0, 2.0])),
     "SoftMarginLoss": sign_target_loss(nn.SoftMarginLoss),
     "GaussianNLLLoss": gaussian_nll(),

@@ -21,8 +21,7 @@ def class_loss(draw, cls: type, ignore_index: bool = False, label_smoothing: boo
     classes = draw(st.integers(2 if ignore_index else 1, 4))
     kwargs = dict(reduction=draw(REDUCTIONS))
     if draw(st.booleans()):
-        kwargs["weight"] = torch.tensor(draw(st.lists(st.sampled_from([0.25, 0.5, 1.0, 2.0]), min_size=classes,
-                                                      max_size=classes)))
+        kwargs["weight"] = draw(_weights(classes, (0.25, 0.5, 1.0, 2.0)))
     if label_smoothing:
         kwargs["label_smoothing"] = draw(st.sampled_from([0.05, 0.1, 0.5]))
     if probabilities:
@@ -48,13 +47,21 @@ def pointwise_loss(draw, cls: type, target: str = "float", **kwargs):
 
 
 @st.composite
-def bce_with_logits(draw):
+def binary_loss(draw, logits: bool):
+    """Logits (``BCEWithLogitsLoss``, optional ``pos_weight``) or probabilities in [0.01, 0.99]
+    (``BCELoss``, optional per-element weights) against soft targets."""
     shape = draw(st.lists(SIDE, min_size=1, max_size=3))
     kwargs = dict(reduction=draw(REDUCTIONS))
     if draw(st.booleans()):
-        kwargs["pos_weight"] = torch.tensor(draw(st.lists(st.sampled_from([0.5, 1.0, 3.0]), min_size=shape[-1],
-                                                          max_size=shape[-1])))
-    return example(make(LossOf, make(nn.BCEWithLogitsLoss, **kwargs)), floats(*shape), floats(*shape, kind="unit"))
+        kwargs["pos_weight" if logits else "weight"] = draw(_weights(shape[-1], (0.5, 1.0, 3.0) if logits else (0.5, 1.0, 2.0)))
+    cls = nn.BCEWithLogitsLoss if logits else nn.BCELoss
+    return example(make(LossOf, make(cls, **kwargs)), floats(*shape, kind="float" if logits else "unit"),
+                   floats(*shape, kind="unit"))
+
+
+def _weights(n: int, values=(0.5, 1.0, 2.0)) -> st.SearchStrategy:
+    """``n`` per-class (or per-element) weights as a tensor."""
+    return st.lists(st.sampled_from(values), min_size=n, max_size=n).map(torch.tensor)
 
 
 @st.composite
@@ -92,17 +99,6 @@ def triplet_margin(draw):
 
 
 @st.composite
-def bce(draw):
-    """Probabilities in [0.01, 0.99] against soft targets, with optional per-element weights."""
-    shape = draw(st.lists(SIDE, min_size=1, max_size=3))
-    kwargs = dict(reduction=draw(REDUCTIONS))
-    if draw(st.booleans()):
-        kwargs["weight"] = torch.tensor(draw(st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=shape[-1],
-                                                      max_size=shape[-1])))
-    return example(make(LossOf, make(nn.BCELoss, **kwargs)), floats(*shape, kind="unit"), floats(*shape, kind="unit"))
-
-
-@st.composite
 def sign_target_loss(draw, cls: type, **kwargs):
     """Scores against ±1 labels (hinge embedding, soft margin)."""
     shape = draw(st.lists(SIDE, min_size=1, max_size=3))
@@ -135,7 +131,7 @@ def multilabel_soft_margin(draw):
     batch, classes = draw(BATCH), draw(st.integers(1, 4))
     kwargs = dict(reduction=draw(REDUCTIONS))
     if draw(st.booleans()):
-        kwargs["weight"] = torch.tensor(draw(st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=classes, max_size=classes)))
+        kwargs["weight"] = draw(_weights(classes))
     return example(make(LossOf, make(nn.MultiLabelSoftMarginLoss, **kwargs)), floats(batch, classes),
                    floats(batch, classes, kind="unit"))
 
@@ -147,7 +143,7 @@ def multi_margin(draw):
     batch = draw(st.lists(BATCH, max_size=1))
     kwargs = dict(p=draw(st.sampled_from([1, 2])), margin=draw(st.sampled_from([0.5, 1.0])), reduction=draw(REDUCTIONS))
     if draw(st.booleans()):
-        kwargs["weight"] = torch.tensor(draw(st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=classes, max_size=classes)))
+        kwargs["weight"] = draw(_weights(classes))
     return example(make(LossOf, make(nn.MultiMarginLoss, **kwargs)), floats(*batch, classes),
                    Input(tuple(batch), f"index:{classes}"))
 
