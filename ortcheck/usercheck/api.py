@@ -8,29 +8,34 @@ import torch
 
 from ortcheck import impls
 from ortcheck.impls.base import Implementation, Options
-from ortcheck.usercheck.checks import CHECKS, Subject, run_check
+from ortcheck.usercheck.checks import CHECKS, SIZES, Subject, run_check
 from ortcheck.usercheck.localize import localize
 from ortcheck.usercheck.result import FAIL, CheckResult
+from ortcheck.usercheck.errors import UserInputError
 from ortcheck.usercheck.targets import build_model, default_loss, make_batch, validate
 
 
 def check_model(model: torch.nn.Module | Callable[[], torch.nn.Module], batch: Callable[[int], object],
                 loss: Callable | None = None, *, impl: str | Implementation = impls.DEFAULT, device: str = "cpu", steps: int = 3,
                 optimizer: str = "sgd", checks: tuple[str, ...] | None = None, localize_failures: bool = True,
-                report_dir=None, target: str | None = None) -> CheckResult:
+                report_dir=None, target: str | None = None, sizes: tuple[int, int] = SIZES) -> CheckResult:
     """Check that ``model`` (or a factory returning it) trains through ``impl`` as in eager PyTorch.
 
     ``batch(size)`` returns one call's inputs (a dict: keyword arguments; a tuple: positional; else one
-    argument); ``loss(outputs)`` a scalar (default: the sum of the floating outputs). Raises
+    argument); ``loss(outputs)`` a scalar (default: the sum of the floating outputs); ``sizes`` the
+    first call's batch size and another one. Raises
     :class:`UserInputError` for inputs that cannot be checked; returns the outcome of every check and,
     when a value check failed, where (:class:`Localization`)."""
     name = target or getattr(model, "__qualname__", type(model).__name__)
     model = model if isinstance(model, torch.nn.Module) else build_model(model, name)
     build_model(lambda: model, name)  # the same validation for a module handed in directly
     loss = loss or default_loss
-    validate(model, make_batch(batch, 2, 0), loss)
+    if len(sizes) != 2 or sizes[0] == sizes[1] or min(sizes) < 1:
+        raise UserInputError(f"batch sizes: two different sizes of at least 1, got {tuple(sizes)}")
+    for size in sizes:  # a size the model itself cannot take is the model's limit, not the pipeline's
+        validate(model, make_batch(batch, size, 0), loss, f"a batch of {size}")
     implementation = impl if isinstance(impl, Implementation) else impls.get(impl)
-    subject = Subject(implementation, Options(device=device), model, batch, loss, steps, optimizer)
+    subject = Subject(implementation, Options(device=device), model, batch, loss, steps, optimizer, tuple(sizes))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the checks run in forked children, where thread pools do not survive
     try:

@@ -25,7 +25,7 @@ from ortcheck.usercheck.isolated import Crashed, isolated
 from ortcheck.usercheck.result import FAIL, NA, PASS, Outcome, raised
 from ortcheck.usercheck.targets import Batch, make_batch
 
-SIZES = (2, 3)  # batch sizes: the first call's, and "another size"
+SIZES = (2, 3)  # default batch sizes: the first call's, and "another size" (--batch-sizes)
 OPTIMIZERS = {"sgd": lambda params: torch.optim.SGD(params, lr=0.01),
               "adamw": lambda params: torch.optim.AdamW(params, lr=1e-3)}
 
@@ -39,6 +39,7 @@ class Subject:
     loss_fn: Callable
     steps: int = 3
     optimizer: str = "sgd"
+    sizes: tuple[int, int] = SIZES
 
     def batch(self, size: int, seed: int = 0) -> Batch:
         return requiring_grad(make_batch(self.batch_fn, size, seed))
@@ -49,25 +50,25 @@ class Subject:
 
 def gradients(subject: Subject) -> str:
     """Outputs, loss and every parameter and input gradient of one training call."""
-    judged_call(subject.runs(), subject.batch(SIZES[0]), subject.loss_fn, 0, subject.options.device,
+    judged_call(subject.runs(), subject.batch(subject.sizes[0]), subject.loss_fn, 0, subject.options.device,
                 "outputs and gradients")
-    return f"batch of {SIZES[0]}"
+    return f"batch of {subject.sizes[0]}"
 
 
 def new_batch_size(subject: Subject) -> str:
     """A second batch of another size: the same numbers, and exports exactly as the contract says."""
     modules, contract = subject.runs(), Contract()
-    for seed, size in enumerate(SIZES):
+    for seed, size in enumerate(subject.sizes):
         batch = subject.batch(size, seed)
         judged_call(modules, batch, subject.loss_fn, seed, subject.options.device, f"batch of {size}")
         contract.forward(_call(subject, modules, batch, training=True))
         _assert_counters(subject, modules["actual"], contract, f"after the batch of {size}")
-    return f"{SIZES[0]} then {SIZES[1]}"
+    return f"{subject.sizes[0]} then {subject.sizes[1]}"
 
 
 def train_eval(subject: Subject) -> str:
     """train -> eval (no_grad) -> train: eval outputs as eager's, one graph per mode, no re-export."""
-    modules, contract, batch = subject.runs(), Contract(), subject.batch(SIZES[0])
+    modules, contract, batch = subject.runs(), Contract(), subject.batch(subject.sizes[0])
     for seed, training in enumerate((True, False, True)):
         for module in modules.values():
             module.train(training)
@@ -89,7 +90,7 @@ def state_dict_roundtrip(subject: Subject) -> str:
     assert set(state) == expected, f"state_dict keys {sorted(set(state) ^ expected)} differ from eager's"
     for run in RUNS:
         fresh[run].load_state_dict(modules[run].state_dict())
-    judged_call(fresh, subject.batch(SIZES[0], 1), subject.loss_fn, 1, subject.options.device,
+    judged_call(fresh, subject.batch(subject.sizes[0], 1), subject.loss_fn, 1, subject.options.device,
                 "after load_state_dict into a fresh wrap")
     return ""
 
@@ -98,7 +99,7 @@ def recompute(subject: Subject) -> str:
     """Memory-optimizer levels 1 and 2 compute bit for bit what level 0 computes."""
     if Capability.RECOMPUTE not in subject.impl.capabilities():
         raise NotApplicable(f"{subject.impl.name} has no memory optimizer")
-    batch = subject.batch(SIZES[0])
+    batch = subject.batch(subject.sizes[0])
     base = _actual_call(subject, subject.options, batch)
     for level in (1, 2):
         options = dataclasses.replace(subject.options, memory_opt_level=level)
@@ -144,7 +145,7 @@ def _train(subject: Subject, modules: dict, steps: int) -> dict[str, dict[str, l
                   for run, m in modules.items()}
     curves = {run: {"loss": [], "gradient norm": []} for run in RUNS}
     for step in range(steps):
-        inputs = batch_runs(subject.batch(SIZES[0], step), step, subject.options.device)
+        inputs = batch_runs(subject.batch(subject.sizes[0], step), step, subject.options.device)
         for run in RUNS:
             result = one_call(modules[run], inputs[run], subject.loss_fn)
             grads = [g for g in result["parameter gradients"].values() if g is not None]

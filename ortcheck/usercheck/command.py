@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ortcheck import impls
 from ortcheck.impls.base import DEVICES
-from ortcheck.usercheck.checks import OPTIMIZERS
+from ortcheck.usercheck.checks import OPTIMIZERS, SIZES
 from ortcheck.usercheck.errors import UserInputError
 
 
@@ -28,6 +28,8 @@ def add_parser(commands) -> None:
     check.add_argument("--device", default="cpu", choices=DEVICES)
     check.add_argument("--steps", type=_positive, default=3, help="optimizer steps compared with eager (at least 1)")
     check.add_argument("--optimizer", default="sgd", choices=sorted(OPTIMIZERS))
+    check.add_argument("--batch-sizes", type=_two_sizes, default=SIZES, metavar="A,B",
+                       help=f"the first call's batch size and another one (default {SIZES[0]},{SIZES[1]})")
     check.add_argument("--report-dir", type=Path, default=None,
                        help="write check.json, check.md and, on a mismatch, repro/ there")
 
@@ -40,6 +42,16 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"at least 1 step is checked, got {value}")
     return value
+
+
+def _two_sizes(text: str) -> tuple[int, int]:
+    parts = text.split(",")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"expected two batch sizes as A,B (e.g. 2,3), got {text!r}")
+    sizes = (int(parts[0]), int(parts[1]))
+    if sizes[0] == sizes[1] or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"two different batch sizes of at least 1, got {text!r}")
+    return sizes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         impl = args.impl if args.impl in impls.names() else _implementation(args.impl)
         _require_available(impl)
         result = check_model(factory, batch, loss, impl=impl, device=args.device, steps=args.steps,
-                             optimizer=args.optimizer, report_dir=args.report_dir, target=args.target)
+                             optimizer=args.optimizer, report_dir=args.report_dir, target=args.target,
+                             sizes=args.batch_sizes)
     except UserInputError as error:
         print(f"ortcheck check: error: {error}", file=sys.stderr)
         return 2

@@ -96,11 +96,12 @@ def default_loss(outputs: Any) -> torch.Tensor:
     return torch.stack([p.to(parts[0].dtype) for p in parts]).sum()
 
 
-def validate(model: torch.nn.Module, batch: Batch, loss_fn: Callable) -> None:
+def validate(model: torch.nn.Module, batch: Batch, loss_fn: Callable, what: str = "the batch") -> None:
     """Run the batch through the model in eager PyTorch, as the user would, and the loss on its outputs."""
     probe = copy.deepcopy(model)
+    hint = "; choose the sizes with --batch-sizes" if what != "the batch" else ""
     outputs = _call_user(lambda: probe(*batch.args, **batch.kwargs), (),
-                         "the model rejects the batch in eager PyTorch (no pipeline involved)")
+                         f"the model rejects {what} in eager PyTorch (no pipeline involved{hint})")
     loss = _call_user(loss_fn, (outputs,), "the loss raised on the model's outputs")
     if not isinstance(loss, torch.Tensor) or loss.dim() != 0 or not loss.is_floating_point():
         shape = f"a tensor of shape {list(loss.shape)}" if isinstance(loss, torch.Tensor) else f"a {type(loss).__name__}"

@@ -135,3 +135,22 @@ def conv_norm():
 
 def conv_norm_batch(size):
     return (torch.randn(size, 3, 16, 16, generator=torch.Generator().manual_seed(size)),)
+
+
+class OnlyPairs(torch.nn.Module):
+    """A model that takes batches of exactly 2 (its own limit, not a pipeline's)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x).view(2, 4) * 2
+
+
+def only_pairs():
+    return OnlyPairs()
+
+
+def only_pairs_batch(size):
+    return (torch.randn(size, 4, generator=torch.Generator().manual_seed(size)),)

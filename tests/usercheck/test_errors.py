@@ -14,7 +14,7 @@ T = "tests.usercheck.targets"
     ([f"{T}:broken_factory"], "raised: RuntimeError: the checkpoint is missing"),
     ([f"{T}:not_a_module"], "returned a dict, not a torch.nn.Module"),
     ([f"{T}:no_parameters"], "the model has no trainable parameters"),
-    ([f"{T}:mlp", "--batch", f"{T}:wrong_width_batch"], "the model rejects the batch in eager PyTorch"),
+    ([f"{T}:mlp", "--batch", f"{T}:wrong_width_batch"], "the model rejects a batch of 2 in eager PyTorch"),
     ([f"{T}:mlp", "--loss", f"{T}:vector_loss"], "the loss must be a floating scalar tensor, got a tensor of shape [3]"),
     (["mlp"], "expected MODULE:NAME"),
     ([f"{T}:mlp", "--impl", "nope"], "unknown implementation 'nope'"),
@@ -48,3 +48,21 @@ def test_one_cause_failing_every_check_is_written_once_and_an_op_list_is_counted
                                                       Outcome("new batch size", "PASS", "2 then 3")), None)
     lines = result.format().splitlines()
     assert lines[1].endswith(detail) and lines[2].endswith("(the same as 'gradients')")
+
+
+def test_a_batch_size_the_model_itself_cannot_take_is_a_usage_error_naming_it(capsys):
+    code = cli.main(["check", "tests.usercheck.targets:only_pairs", "--steps", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "the model rejects a batch of 3 in eager PyTorch" in err and "--batch-sizes" in err
+
+
+@pytest.mark.parametrize("sizes", ["2", "3,3", "0,2", "a,b"])
+def test_bad_batch_sizes_are_refused(sizes, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["check", "tests.usercheck.targets:mlp", "--batch-sizes", sizes])
+    assert stopped.value.code == 2 and "--batch-sizes" in capsys.readouterr().err
+
+
+def test_other_batch_sizes_are_used():
+    result = check_model(targets.mlp, targets.mlp_batch, checks=("new batch size",), sizes=(4, 1), impl="eager")
+    assert result.outcomes[0].detail == "4 then 1", result.format()
