@@ -194,6 +194,22 @@ def _linear(draw, sh):
     return (inputs + (Input((m,)),) if draw(st.booleans()) else inputs), {}
 
 
+# Einsum as models write it: attention pooling, attention scores, a matrix product, a batch outer
+# product, a sum over an axis no other operand has, an ellipsis, a dot product, three operands.
+EINSUM_EQUATIONS = ("bt,btd->bd", "bhqd,bhkd->bhqk", "ij,jk->ik", "bi,bj->bij", "ij,j->i", "...d,de->...e", "i,i->",
+                    "bij,bjk,bk->bi")
+
+
+@st.composite
+def _einsum(draw, sh):
+    equation = draw(st.sampled_from(EINSUM_EQUATIONS))
+    sizes = {letter: draw(st.integers(1, MAX_SIDE)) for letter in sorted(set(equation) - set(",->."))}
+    ellipsis = tuple(draw(st.lists(st.integers(1, MAX_SIDE), max_size=2)))
+    operands = equation.split("->")[0].split(",")
+    shapes = [(ellipsis if s.startswith("...") else ()) + tuple(sizes[c] for c in s.removeprefix("...")) for s in operands]
+    return tuple(Input(shape) for shape in shapes), {"equation": equation}
+
+
 def _along_dim(**attrs) -> Callable:
     @st.composite
     def cases(draw, sh):
@@ -438,6 +454,7 @@ OPS: dict[str, Op] = {op.name: op for op in (
     Op("matmul_vector", torch.matmul, lambda sh: _matmul(sh, vector=True), REGULAR),
     Op("matvec_empty_rows", torch.matmul, _matvec_empty_rows, REGULAR),
     Op("bmm", torch.bmm, _bmm, NOT_SCALAR),
+    Op("einsum", lambda *xs, equation: torch.einsum(equation, *xs), _einsum, REGULAR),
     Op("linear", F.linear, _linear, NOT_SCALAR),
     Op("softmax", lambda x, dim: torch.softmax(x, dim), _along_dim(), NOT_SCALAR),
     Op("log_softmax", lambda x, dim: torch.log_softmax(x, dim), _along_dim(), NOT_SCALAR),

@@ -7,7 +7,9 @@ fresh unknown symbol; so two values it gives the same expression have the same s
 fine for estimating memory, never for deciding that a gradient needs no reduction.
 
 It does not know com.microsoft FusedMatMul (which the fuse stage writes), so it reads a twin of
-the graph with a Transpose and a MatMul of the same shapes in its place. When it cannot finish it
+the graph with a Transpose and a MatMul of the same shapes in its place; nor the reductions other
+than ReduceSum whose axes are an input (opset 18: ``F.normalize``'s ReduceL2), read as the ReduceSum
+of the same axes (the same shape). When it cannot finish it
 writes its partial model into the working directory and raises; it runs in a directory of its own.
 Its warnings (a broadcast of two symbols it may not merge) are its way of saying "unknown": muted.
 """
@@ -57,13 +59,17 @@ def _shape_twin(model: onnx.ModelProto) -> onnx.ModelProto:
     ``reference.StopGradient`` (what forward computed under ``no_grad``: rotary tables...) as the
     Identity it is, its output under the same name: the inference knows neither op."""
     twinned = {(MICROSOFT, "FusedMatMul"), (STOP_GRADIENT_DOMAIN, STOP_GRADIENT)}
-    if not any((node.domain, node.op_type) in twinned for node in model.graph.node):
+    if not any((node.domain, node.op_type) in twinned or _axes_input_reduction(node) for node in model.graph.node):
         return model
     facts, twin = GraphFacts(model, types=True), copied(model)
     nodes = []
     for node in twin.graph.node:
         if node.op_type == STOP_GRADIENT and node.domain == STOP_GRADIENT_DOMAIN:
             nodes.append(helper.make_node("Identity", list(node.input), list(node.output), name=node.name))
+            continue
+        if _axes_input_reduction(node):
+            node.op_type = "ReduceSum"
+            nodes.append(node)
             continue
         if node.op_type != "FusedMatMul" or node.domain != MICROSOFT:
             nodes.append(node)
@@ -80,3 +86,7 @@ def _shape_twin(model: onnx.ModelProto) -> onnx.ModelProto:
     del twin.graph.node[:]
     twin.graph.node.extend(nodes)
     return twin
+
+
+def _axes_input_reduction(node: onnx.NodeProto) -> bool:
+    return not node.domain and node.op_type.startswith("Reduce") and node.op_type != "ReduceSum" and len(node.input) > 1

@@ -45,7 +45,7 @@ class ExportedGraph:
     output_schema: nested_io.Schema
     written_buffers: tuple[str, ...] = ()  # keys of the buffers forward writes, as the last outputs
     python_calls: tuple[python_calls.PythonCall, ...] = ()  # the Functions its reference.PythonOp nodes call
-    unrolled: bool = False  # holds a recurrence unrolled over the traced length
+    unrolled: int = 0  # recurrences unrolled over their traced lengths: the last guards are those lengths
     guard_values: tuple[tuple, ...] = ()  # traced values baked into control flow (data_guards), the last outputs
 
     @property
@@ -54,8 +54,8 @@ class ExportedGraph:
 
     @property
     def keyed_by_sizes(self) -> bool:
-        """Right only at the traced input sizes: it returns Python values computed at export, or unrolls."""
-        return self.output_schema.holds_python_values or self.unrolled
+        """Right only at the traced input sizes: it returns Python values computed at export."""
+        return self.output_schema.holds_python_values
 
 
 def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], schema: nested_io.Schema,

@@ -6,8 +6,9 @@ gradient would need a loop over time that also recomputes every step's gates and
 gradient builder already differentiates (MatMul, Add, Sigmoid, Tanh, Relu, Mul, Gather, Concat),
 so input, weight, bias and initial-state gradients follow with no rule of their own, and a
 recompute plan can see the cells. The price: the graph holds one cell per time step of the traced
-input, so it is keyed by the input sizes (``ExportedGraph.unrolled``): another length re-exports
-(``reference.transitions``: "input sizes changed").
+input. Each length it unrolls over is kept as a guard (``lengths``, :mod:`reference.export.data_guards`
+recomputes it before each call), so the graph is keyed by those lengths alone: another sequence
+length re-exports ("the length a recurrence was unrolled over changed"), another batch size does not.
 
 Each cell computes what ATen's CPU cells compute, gates in torch's order (LSTM i, f, g, o; GRU
 r, z, n with ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``), LSTM projections (``proj_size``)
@@ -97,11 +98,12 @@ def unrolled(func, x, hx, params, has_biases, num_layers, dropout, train, bidire
 
 
 class unrolled_recurrences(TorchFunctionMode):  # noqa: N801 - used as a context manager
-    """Active while the reference traces; records whether any recurrence was unrolled (``used``)."""
+    """Active while the reference traces; records, per recurrence it unrolls, its length as a traced
+    one-element tensor (``lengths``: the graph computes it from the inputs, as a guard)."""
 
     def __init__(self):
         super().__init__()
-        self.used = False
+        self.lengths: list[torch.Tensor] = []
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -111,5 +113,7 @@ class unrolled_recurrences(TorchFunctionMode):  # noqa: N801 - used as a context
         if packed or len(args) != 9 or kwargs:
             raise ExportError(f"{func.__name__} over a PackedSequence is not supported by the reference pipeline: "
                               "pass padded tensors")
-        self.used = True
+        x, batch_first = args[0], args[-1]
+        time = 1 if batch_first and x.dim() == 3 else 0
+        self.lengths.append(torch._shape_as_tensor(x)[time:time + 1])
         return unrolled(func, *args)

@@ -216,7 +216,8 @@ class ReferenceModule(torch.nn.Module):
             exported = self._compiled[self.training].exported
             if state.sizes is None and exported.keyed_by_sizes:
                 state = state.keyed_by_sizes(tensors)
-            graphs = graphs.recorded(dataclasses.replace(state, guard_values=exported.guard_values or None))
+            graphs = graphs.recorded(dataclasses.replace(state, guard_values=exported.guard_values or None,
+                                                         length_guards=exported.unrolled))
         if transition.build_gradient:
             compile_stage.build(self._compiled[self.training], state, trainable, tensors, self._options)
             self._counters.gradient_builds += 1
@@ -230,7 +231,7 @@ class ReferenceModule(torch.nn.Module):
         previous = self._graphs.built_for(self.training)
         if built is None or previous is None or previous.guard_values is None:
             return state
-        state = dataclasses.replace(state, guard_values=previous.guard_values)
+        state = dataclasses.replace(state, guard_values=previous.guard_values, length_guards=previous.length_guards)
         if decide(previous, state, torch.is_grad_enabled()).export:
             return state
         values = compile_stage.guard_values(built, [*tensors, *self._state_tensors(built)])

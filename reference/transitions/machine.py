@@ -9,8 +9,9 @@ inputs' schema too).
 
 A graph whose outputs hold Python values (a ``str`` such as ``f"batch{x.shape[0]}"``, a size as an
 ``int``) froze them at export, and they may depend on the input sizes the graph otherwise follows
-dynamically; a graph holding a recurrence unrolled over the traced length fits that length only.
-The state of either records the sizes too (``sizes``), and new sizes re-export. Every graph fits only
+dynamically: its state records the sizes too (``sizes``), and new sizes re-export. A graph holding a
+recurrence unrolled over the traced length fits that length only: the length is a guard (below),
+so another length re-exports and another batch size does not. Every graph fits only
 the calls with size 1 on the same axes (``unit_axes``: the trace cannot tell such an axis from one
 that broadcasts, and Python code may branch on ``size == 1``; :mod:`reference.export.exporter`):
 another pattern of ones re-exports, and any other sizes follow dynamically. A graph whose trace
@@ -39,12 +40,13 @@ INPUTS_GRAD_CHANGED = "inputs requiring grad changed"
 TRAINABLE_CHANGED = "trainable parameters changed"
 MEMORY_OPTIONS_CHANGED = "memory optimizer options changed"
 UNIT_AXES_CHANGED = "the input axes of size 1 changed (a trace may specialize an axis of size 1)"
-SIZES_CHANGED = "input sizes changed (the graph is keyed by sizes: it returns Python values or unrolls a recurrence)"
+SIZES_CHANGED = "input sizes changed (the graph is keyed by sizes: it returns Python values)"
+LENGTH_CHANGED = "the length a recurrence was unrolled over changed (the graph holds one cell per step)"
 DATA_CHANGED = ("a value the trace turned into control flow changed (the graph is keyed by it: data-dependent "
                 "routing such as a mixture of experts' experts hit)")
 REUSED = "reuse: nothing changed"
 REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, UNIT_AXES_CHANGED, SIZES_CHANGED,
-           DATA_CHANGED,
+           LENGTH_CHANGED, DATA_CHANGED,
            INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
 
 
@@ -65,6 +67,7 @@ class GraphState:
     unit_axes: tuple | None = None           # per user tensor, its axes of size 1
     sizes: tuple | None = None               # per user tensor, where the graph returns Python values
     guard_values: tuple | str | None = None  # where the trace baked values in: the graph's guards for this call
+    length_guards: int = 0                   # the last guards are lengths recurrences were unrolled over
 
     @classmethod
     def of_call(cls, module, tensors, schema: Schema, device: str, module_version: int = 0,
@@ -104,7 +107,7 @@ def decide(previous: GraphState | None, current: GraphState, grad_enabled: bool 
         return Transition(True, True, FIRST_FORWARD)
     for field, reason in _EXPORT_CHECKS:
         if getattr(previous, field) != getattr(current, field):
-            return Transition(True, True, reason)
+            return Transition(True, True, _guard_reason(previous, current) if field == "guard_values" else reason)
     if not grad_enabled:
         return REUSE
     if previous.inputs_requiring_grad != current.inputs_requiring_grad:
@@ -114,6 +117,14 @@ def decide(previous: GraphState | None, current: GraphState, grad_enabled: bool 
     if previous.memory_options != current.memory_options:
         return Transition(False, True, MEMORY_OPTIONS_CHANGED)
     return REUSE
+
+
+def _guard_reason(previous: GraphState, current: GraphState) -> str:
+    """Which guards changed: only the unrolled lengths, or a value the trace turned into control flow."""
+    data = len(previous.guard_values) - previous.length_guards if isinstance(previous.guard_values, tuple) else 0
+    same_data = isinstance(current.guard_values, tuple) and previous.length_guards and \
+        previous.guard_values[:data] == current.guard_values[:data]
+    return LENGTH_CHANGED if same_data else DATA_CHANGED
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,8 @@ from reference import options as reference_options
 from reference.transitions import machine
 
 # Reasons only the reference gives, and why the contract predicts none of them.
-REFERENCE_ONLY = {machine.SIZES_CHANGED: "the contract's subject returns a tensor only: no graph of it is keyed by sizes"}
+REFERENCE_ONLY = {machine.SIZES_CHANGED: "the contract's subject returns a tensor only: no graph of it is keyed by sizes",
+                  machine.LENGTH_CHANGED: "the contract's subject holds no recurrence: no graph of it unrolls one"}
 # A value other than the default for each memory option.
 CHANGED = {"memory_opt_level": 1, "memory_opt_config": ("Gelu+:1:-1",), "mem_efficient_grad": True}
 

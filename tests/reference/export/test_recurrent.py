@@ -9,7 +9,7 @@ import torch
 from reference import Options
 from reference.export import ExportError
 from reference.module import ReferenceModule
-from reference.transitions.machine import SIZES_CHANGED
+from reference.transitions.machine import LENGTH_CHANGED, REUSED
 
 KINDS = {"rnn_tanh": (torch.nn.RNN, {}), "rnn_relu": (torch.nn.RNN, {"nonlinearity": "relu"}),
          "lstm": (torch.nn.LSTM, {}), "lstm_proj": (torch.nn.LSTM, {"proj_size": 2}), "gru": (torch.nn.GRU, {})}
@@ -54,7 +54,13 @@ def test_unrolled_matches_eager_at_two_lengths(kind, layers, bidirectional, batc
         for got, want in zip(_run(wrapped, x, state), _run(eager, x, state), strict=True):
             torch.testing.assert_close(got, want, rtol=1e-11, atol=1e-12)
     counters = wrapped.counters()
-    assert counters.exports == 2 and counters.last_reason == SIZES_CHANGED  # one graph per traced length
+    assert counters.exports == 2 and counters.last_reason == LENGTH_CHANGED  # one graph per traced length
+    x = torch.randn(*((3, 5) if batch_first else (5, 3)), 3, dtype=torch.float64)  # another batch, the same length
+    state = _state(cls, kw, layers * directions, 3) if given_state else None
+    for got, want in zip(_run(wrapped, x, state), _run(eager, x, state), strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-11, atol=1e-12)
+    counters = wrapped.counters()
+    assert counters.exports == 2 and counters.last_reason == REUSED  # keyed by the length alone
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])

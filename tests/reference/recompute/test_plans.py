@@ -61,3 +61,31 @@ def test_compromise_stashes_the_smaller_input_of_a_cast():
     row = next(row for row in report.plans if row.strategy == COMPROMISE)
     assert row.enabled and row.applied == 1 and row.max_saving == 2 * 5 * 4 * 2  # float32 -> float16: half saved
     assert row.outputs[0].saved_percent == 50.0
+
+
+def test_a_reduction_with_its_axes_as_an_input_is_planned_across():
+    """F.normalize exports ReduceL2 with its axes as an input (opset 18), which onnxruntime's symbolic
+    shape inference does not know: its shape twin reads it as a ReduceSum (a contrastive model's
+    recompute levels raised TypeError there)."""
+    import torch
+
+    from reference import Options
+    from reference.module import ReferenceModule
+
+    class Normalized(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return torch.nn.functional.normalize(self.proj(x), dim=-1).sum()
+
+    torch.manual_seed(0)
+    eager = Normalized()
+    x = torch.randn(3, 4)
+    eager(x).backward()
+    for level in (1, 2):
+        wrapped = ReferenceModule(Normalized().requires_grad_(), Options(memory_opt_level=level, fallback="disable"))
+        wrapped.load_state_dict(eager.state_dict())
+        wrapped(x).backward()
+        torch.testing.assert_close(wrapped.module.proj.weight.grad, eager.proj.weight.grad)
