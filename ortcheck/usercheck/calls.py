@@ -1,7 +1,7 @@
 """One call of a module (forward, loss, backward) under the implementation and the oracle's eager runs.
 
 Every check, the localizer and the written reproduction judge the same thing: the outputs, the
-loss, every parameter gradient and every floating input's gradient, each against the float64 oracle
+loss, every parameter gradient and the gradient of every input that requires grad, each against the float64 oracle
 (:func:`ortcheck.checks.assert_matches_oracle`). Submodules and single ops have no loss of their own,
 so they get :class:`Projection`: a fixed random cotangent per output, the same in every run.
 """
@@ -38,17 +38,20 @@ class Projection:
         return torch.stack(terms).sum() if terms else None
 
 
-def detached(value: Any) -> Any:
-    """A copy of nested ``value`` with every tensor detached and cloned (captured inputs must not change)."""
-    return map_leaves(value, lambda leaf: leaf.detach().clone() if isinstance(leaf, torch.Tensor) else leaf)
+# Which input tensors are differentiated, and so have their gradients judged (``--input-grads``):
+# as the user's ``batch()`` returns them (a mask or a token-type tensor is data), or every floating one.
+INPUT_GRADS = {"as-given": lambda leaf: leaf.requires_grad, "all": lambda leaf: True, "none": lambda leaf: False}
 
 
-def requiring_grad(batch: Batch) -> Batch:
-    """Fresh leaves, every floating tensor requiring grad (so its gradient is checked too)."""
+def requiring_grad(batch: Batch, policy: str = "all") -> Batch:
+    """Fresh leaves; a floating tensor requires grad where ``policy`` (:data:`INPUT_GRADS`) says so,
+    so its gradient is checked too."""
+    wants = INPUT_GRADS[policy]
+
     def fresh(leaf):
         if isinstance(leaf, torch.Tensor):
-            leaf = leaf.detach().clone()
-            return leaf.requires_grad_(leaf.is_floating_point())
+            wanted = leaf.is_floating_point() and wants(leaf)
+            return leaf.detach().clone().requires_grad_(wanted)
         return leaf
 
     return Batch(map_leaves(batch.args, fresh), map_leaves(batch.kwargs, fresh))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ortcheck import impls
 from ortcheck.impls.base import DEVICES
+from ortcheck.usercheck.calls import INPUT_GRADS
 from ortcheck.usercheck.checks import OPTIMIZERS, SIZES
 from ortcheck.usercheck.errors import UserInputError
 
@@ -30,6 +31,9 @@ def add_parser(commands) -> None:
     check.add_argument("--optimizer", default="sgd", choices=sorted(OPTIMIZERS))
     check.add_argument("--batch-sizes", type=_two_sizes, default=SIZES, metavar="A,B",
                        help=f"the first call's batch size and another one (default {SIZES[0]},{SIZES[1]})")
+    check.add_argument("--input-grads", default="as-given", choices=list(INPUT_GRADS),
+                       help="which input tensors are differentiated and their gradients judged: as batch() returns "
+                            "them (requires_grad set; default), every floating one, or none")
     check.add_argument("--report-dir", type=Path, default=None,
                        help="write check.json, check.md and, on a mismatch, repro/ there")
 
@@ -74,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         _require_available(impl)
         result = check_model(factory, batch, loss, impl=impl, device=args.device, steps=args.steps,
                              optimizer=args.optimizer, report_dir=args.report_dir, target=args.target,
-                             sizes=args.batch_sizes)
+                             sizes=args.batch_sizes, input_grads=args.input_grads)
     except UserInputError as error:
         print(f"ortcheck check: error: {error}", file=sys.stderr)
         return 2

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import torch
 
-from ortcheck.usercheck.calls import Projection, check_call, detached, requiring_grad
+from ortcheck.checks.runs import fresh_leaves
+from ortcheck.usercheck.calls import Projection, check_call, requiring_grad
 from ortcheck.usercheck.isolated import Crashed, isolated
 from ortcheck.usercheck.probes import OpProbe, onnx_ops, record
 from ortcheck.usercheck.result import FAIL, PASS, Localization, OpFinding, raised
@@ -34,7 +35,7 @@ def capture_inputs(model: torch.nn.Module, batch: Batch) -> dict[str, Batch]:
     for path, module in model.named_modules():
         def hook(_, args, kwargs, path=path):
             if path not in captured:
-                captured[path] = Batch(*detached((args, kwargs)))
+                captured[path] = Batch(*fresh_leaves((args, kwargs)))  # copies, requires_grad as in the run
         hooks.append(module.register_forward_pre_hook(hook, with_kwargs=True))
     try:
         model(*batch.args, **batch.kwargs)
@@ -57,7 +58,7 @@ def localize(subject, report_dir=None) -> Localization:
     """The smallest failing submodule of ``subject.model`` on its first batch, and its first failing op."""
     impl, options = subject.impl, subject.options
     model = subject.model
-    batch = subject.batch(2)
+    batch = subject.batch(subject.sizes[0])
     captured = capture_inputs(model, batch)
     modules = dict(model.named_modules())
     called = list(captured)
@@ -107,7 +108,7 @@ def _check_alone(impl, options, module, batch: Batch, path: str, crash: type[Exc
     """The oracle's failure for ``module`` alone, None when it passes, ERROR when it cannot run alone;
     when localizing a ``crash``, raising that exception type alone is the failure."""
     try:
-        return isolated(check_call, impl, options, module, requiring_grad(batch), Projection(), path,
+        return isolated(check_call, impl, options, module, requiring_grad(batch, "as-given"), Projection(), path,
                         device=options.device, name=f"{path or 'the model'} alone")
     except Crashed as error:  # a part that kills the process alone fails alone, whatever the model did
         return str(error)

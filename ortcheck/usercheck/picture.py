@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ortcheck.usercheck.result import CheckResult, Localization
 
-COLORS = {"pass": "#2e7d32", "FAIL": "#c62828"}
+COLORS = {"pass": "#2e7d32", "FAIL": "#c62828", "cost": "#ef6c00"}
 
 
 def _placed(path: str, checked: list[str]) -> tuple[int, str]:

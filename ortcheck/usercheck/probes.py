@@ -14,9 +14,9 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
+from ortcheck.checks.runs import fresh_leaves
 from ortcheck.models.onnx_export import export_training_graph
 from ortcheck.nested import leaves, map_leaves
-from ortcheck.usercheck.calls import detached
 
 
 @dataclasses.dataclass
@@ -80,7 +80,7 @@ class _Recorder(TorchFunctionMode):
         kwargs = kwargs or {}
         snapshot = None
         if self.depth == 0 and _floating((args, kwargs)):
-            snapshot = detached((args, kwargs))
+            snapshot = fresh_leaves((args, kwargs))  # copies, requires_grad as in the run
         out = func(*args, **kwargs)
         if snapshot is not None and _floating(out):
             self.calls.append(Recorded(func, *snapshot))

@@ -32,7 +32,7 @@ module_name, class_name = {impl_path!r}.split(":")
 impl = getattr(importlib.import_module(module_name), class_name)()
 module = torch.load(HERE / "module.pt", weights_only=False)
 batch = torch.load(HERE / "inputs.pt", weights_only=False)
-failure = check_call(impl, Options(**{options!r}), module, requiring_grad(batch), Projection(), {what!r})
+failure = check_call(impl, Options(**{options!r}), module, requiring_grad(batch, "as-given"), Projection(), {what!r})
 print(failure or "no difference: it passes")
 raise SystemExit(1 if failure else 0)
 '''

@@ -10,8 +10,9 @@ from controls.transitions import OneGraphSlot, ReexportsOnNewSizes
 from ortcheck.impls.eager import EagerImpl
 from ortcheck.models import hf
 from ortcheck.usercheck import check_model, zoo
-from ortcheck.usercheck.checks import CHECKS
-from ortcheck.usercheck.result import FAIL, NA, PASS
+from ortcheck.impls.base import Observations
+from ortcheck.usercheck.checks import CHECKS, _only_extra_work
+from ortcheck.usercheck.result import COST, FAIL, NA, PASS
 from tests.usercheck import targets
 
 
@@ -38,13 +39,36 @@ def test_a_check_that_does_not_apply_says_why():
 
 @pytest.mark.parametrize("control, failing", [
     (GradientsOffByOnePermille, {"gradients", "new batch size", "train/eval", "training steps"}),
-    (ReexportsOnNewSizes, {"new batch size"}),
-    (OneGraphSlot, {"train/eval"}),
 ])
 def test_each_check_catches_its_positive_control(control, failing):
     result = _check(control(), ("gradients", "new batch size", "train/eval", "training steps"))
     assert {o.check for o in result.outcomes if o.status == FAIL} == failing, result.format()
     assert not result.ok
+
+
+@pytest.mark.parametrize("control, costly, when", [(ReexportsOnNewSizes, "new batch size", "after the batch of 3"),
+                                                   (OneGraphSlot, "train/eval", "after the train call")])
+def test_an_extra_export_with_every_value_right_is_a_cost_not_a_failure(control, costly, when):
+    """Issue 40, item 11: re-exporting more than the contract predicts costs time and computes the
+    same numbers; the verdict says so instead of "does NOT train like eager"."""
+    result = _check(control(), ("gradients", "new batch size", "train/eval"))
+    statuses = {o.check: o.status for o in result.outcomes}
+    assert statuses == {"gradients": PASS, "new batch size": PASS, "train/eval": PASS} | {costly: COST}, result.format()
+    detail = next(o.detail for o in result.outcomes if o.check == costly)
+    assert "not a wrong number" in detail and f"{when}: exports: observed" in detail, detail
+    assert result.ok and result.format().endswith(f"trains like eager (at an extra cost: more exports than needed in "
+                                                  f"{costly!r})")
+
+
+@pytest.mark.parametrize("observed, cost", [
+    (Observations(exports=2, gradient_builds=2, sessions=2), True),     # one more of each: a cost
+    (Observations(exports=1, gradient_builds=1, sessions=1), False),    # as predicted: no mismatch at all
+    (Observations(exports=0, gradient_builds=2, sessions=2), False),    # a reuse where an export is predicted
+    (Observations(exports=2, gradient_builds=2, sessions=2, fallbacks=1), False),  # ran eager instead
+    (Observations(exports=None, gradient_builds=2, sessions=None), True),  # what is observable is extra
+])
+def test_only_extra_rebuilds_are_a_cost(observed, cost):
+    assert _only_extra_work(observed, Observations(exports=1, gradient_builds=1, sessions=1)) is cost
 
 
 def test_state_dict_round_trip_compares_after_a_step():
