@@ -47,9 +47,11 @@ def check_model(model: torch.nn.Module | Callable[[], torch.nn.Module], batch: C
     torch.set_num_threads(1)  # the checks run in forked children, where thread pools do not survive
     try:
         outcomes = tuple(run_check(check, subject) for check in (checks or tuple(CHECKS)))
-        located = None
-        if localize_failures and any(o.status == FAIL and o.check in ("gradients", "training steps") for o in outcomes):
+        located, failed = None, {o.check for o in outcomes if o.status == FAIL}
+        if localize_failures and failed & {"gradients", "training steps"}:
             located = localize(subject, report_dir)
+        elif localize_failures and "new batch size" in failed:  # right at one size, wrong at another
+            located = localize(subject, report_dir, new_size=True)
     finally:
         torch.set_num_threads(threads)
     result = CheckResult(name, implementation.name, device, outcomes, located)

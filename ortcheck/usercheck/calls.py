@@ -92,12 +92,21 @@ def runs_of(impl: Implementation, options: Options, module: torch.nn.Module) -> 
     return module_runs(eager, impl.wrap(copy.deepcopy(eager), options))
 
 
-def check_call(impl: Implementation, options: Options, module: torch.nn.Module, batch: Batch,
-               loss_fn: Callable | None = None, path: str = "module") -> str | None:
-    """The oracle's verdict on one call of ``module`` through ``impl``: None, or the first failure."""
+def check_calls(impl: Implementation, options: Options, module: torch.nn.Module, batches: list[Batch],
+                loss_fn: Callable | None = None, path: str = "module") -> str | None:
+    """The oracle's verdict on calls of one wrap of ``module`` through ``impl``, one per batch (a
+    second batch of another size: does the graph follow?): None, or the first failure."""
     loss_fn = loss_fn or Projection()
-    try:
-        judged_call(runs_of(impl, options, module), batch, loss_fn, 0, options.device, path)
-    except AssertionError as error:
-        return str(error)
+    runs = runs_of(impl, options, module)
+    for seed, batch in enumerate(batches):
+        where = path if len(batches) == 1 else f"{path} at batch {_size(batch)} (call {seed + 1})"
+        try:
+            judged_call(runs, batch, loss_fn, seed, options.device, where)
+        except AssertionError as error:
+            return str(error)
     return None
+
+
+def _size(batch: Batch) -> int | str:
+    tensors = [t for t in batch.tensors() if t.dim()]
+    return tensors[0].shape[0] if tensors else "?"

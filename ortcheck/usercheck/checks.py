@@ -61,7 +61,15 @@ def new_batch_size(subject: Subject) -> str:
     modules, contract, costs = subject.runs(), Contract(), []
     for seed, size in enumerate(subject.sizes):
         batch = subject.batch(size, seed)
-        judged_call(modules, batch, subject.loss_fn, seed, subject.options.device, f"batch of {size}")
+        exports = subject.impl.observe(modules["actual"]).exports
+        try:
+            judged_call(modules, batch, subject.loss_fn, seed, subject.options.device, f"batch of {size}")
+        except AssertionError as error:  # the oracle's (a value off); an exception names its own cause
+            reused = seed and exports and subject.impl.observe(modules["actual"]).exports == exports
+            if reused and "eager gives" in str(error):
+                error.add_note(f"likely cause: the graph exported at batch {subject.sizes[0]} ran at batch {size} "
+                               "without a re-export, and something its trace fixed depends on the size")
+            raise
         contract.forward(_call(subject, modules, batch, training=True))
         _assert_counters(subject, modules["actual"], contract, f"after the batch of {size}", costs)
     return _costed(f"{subject.sizes[0]} then {subject.sizes[1]}", costs)
@@ -142,9 +150,14 @@ def run_check(name: str, subject: Subject) -> Outcome:
     except ExtraCost as cost:
         return Outcome(name, COST, str(cost))
     except AssertionError as error:
-        return Outcome(name, FAIL, str(error).splitlines()[0] if str(error) else "assertion failed")
+        return Outcome(name, FAIL, _noted(str(error).splitlines()[0] if str(error) else "assertion failed", error))
     except Exception as error:  # the pipeline raised (inputs were validated in eager before any check)
-        return Outcome(name, FAIL, raised(error))
+        return Outcome(name, FAIL, _noted(raised(error), error))
+
+
+def _noted(line: str, error: BaseException) -> str:
+    """The failure's line, then what the check added about its cause (``add_note``)."""
+    return "; ".join([line, *getattr(error, "__notes__", ())])
 
 
 def _train(subject: Subject, modules: dict, steps: int) -> dict[str, dict[str, list[float]]]:

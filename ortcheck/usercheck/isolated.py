@@ -22,6 +22,7 @@ import select
 import signal
 import sys
 import time
+import traceback
 from typing import Callable, TypeVar
 
 import torch
@@ -99,10 +100,22 @@ def describe(status: int) -> str:
     return f"the implementation ended the process (exit status {os.WEXITSTATUS(status)}) without a result"
 
 
+def raised_at(error: BaseException) -> str:
+    """Where ``error`` was raised: file (below site-packages), line, function and source line."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return "raised where no traceback says"
+    frame = frames[-1]
+    where = frame.filename.split("site-packages/")[-1]
+    return f"raised at {where}:{frame.lineno} in {frame.name}: {(frame.line or '').strip()}"
+
+
 def _outcome(part: Callable, args: tuple) -> tuple[str, object]:
     try:
         return "returned", part(*args)
     except Exception as error:  # carried to the parent, which raises it as the part's own
+        if not str(error).strip():  # a bare ``assert`` inside the implementation: where is all it says
+            error.add_note(raised_at(error))
         try:
             pickle.loads(pickle.dumps(error))  # some exceptions pickle but do not unpickle
             return "raised", error

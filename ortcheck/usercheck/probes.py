@@ -24,15 +24,34 @@ class Recorded:
     func: Callable
     args: tuple
     kwargs: dict
+    grad_enabled: bool = True  # the grad mode it ran in (off under no_grad and in a custom Function's forward)
+    probe: bool = True         # takes and returns floating tensors: replayable alone (args are copies)
+    reads_size: bool = False   # returned a size into Python (``x.shape``, ``x.size(0)``)
 
     @property
     def name(self) -> str:
-        owner = getattr(func := self.func, "__module__", None) or "torch.Tensor"
+        func = self.func
+        if getattr(func, "__name__", "") == "__get__" and hasattr(func, "__self__"):  # a property: x.shape
+            return f"torch.Tensor.{func.__self__.__name__}"
+        owner = getattr(func, "__module__", None) or "torch.Tensor"
         return f"{owner}.{getattr(func, '__qualname__', getattr(func, '__name__', repr(func)))}".replace(
             "torch._C.TensorBase", "torch.Tensor").replace("torch.Tensor.TensorBase", "torch.Tensor")
 
     def tensors(self) -> list[torch.Tensor]:
         return [leaf for leaf in leaves((self.args, self.kwargs)) if isinstance(leaf, torch.Tensor)]
+
+    @property
+    def python_values(self) -> str:
+        """Its arguments other than tensors (what a trace takes as constants), tensors as ``T``."""
+        return repr(map_leaves((self.args, self.kwargs), lambda leaf: _T if isinstance(leaf, torch.Tensor) else leaf))
+
+
+class _Tensor:
+    def __repr__(self):
+        return "T"
+
+
+_T = _Tensor()
 
 
 class _Slot:
@@ -51,17 +70,19 @@ class OpProbe(torch.nn.Module):
                                    lambda leaf: _Slot(next(counter)) if isinstance(leaf, torch.Tensor) else leaf)
         self.in_place = getattr(recorded.func, "__name__", "").endswith("_") and not getattr(
             recorded.func, "__name__", "").endswith("__")
+        self.grad_enabled = recorded.grad_enabled
 
     def forward(self, *tensors):
         if self.in_place:  # an in-place op on an input leaf: work on a copy, as the model did on its own tensor
             tensors = [t.clone() for t in tensors]
         args, kwargs = map_leaves(self.template, lambda leaf: tensors[leaf.index] if isinstance(leaf, _Slot) else leaf)
-        return self.func(*args, **kwargs)
+        with torch.set_grad_enabled(self.grad_enabled and torch.is_grad_enabled()):  # as the model ran it
+            return self.func(*args, **kwargs)
 
 
 class _Recorder(TorchFunctionMode):
-    """Records the torch calls a module makes itself (not those inside ``children``) that take and
-    return floating tensors, with a copy of their inputs taken before the call."""
+    """Records the torch calls a module makes itself (not those inside ``children``), in order; of
+    those that take and return floating tensors (``probe``), a copy of their inputs taken before the call."""
 
     def __init__(self, children: list[torch.nn.Module]):
         super().__init__()
@@ -78,12 +99,13 @@ class _Recorder(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        snapshot = None
-        if self.depth == 0 and _floating((args, kwargs)):
-            snapshot = fresh_leaves((args, kwargs))  # copies, requires_grad as in the run
+        if self.depth:
+            return func(*args, **kwargs)
+        grad_enabled, floating = torch.is_grad_enabled(), _floating((args, kwargs))
+        snapshot = fresh_leaves((args, kwargs)) if floating else (args, kwargs)  # copies, requires_grad as in the run
         out = func(*args, **kwargs)
-        if snapshot is not None and _floating(out):
-            self.calls.append(Recorded(func, *snapshot))
+        self.calls.append(Recorded(func, *snapshot, grad_enabled, floating and _floating(out),
+                                   isinstance(out, torch.Size) or getattr(func, "__name__", "") == "size"))
         return out
 
     def __exit__(self, *exc):
@@ -93,7 +115,8 @@ class _Recorder(TorchFunctionMode):
 
 
 def record(module: torch.nn.Module, children: list[torch.nn.Module], args: tuple, kwargs: dict) -> list[Recorded]:
-    """The ops ``module(*args, **kwargs)`` runs itself, in call order (eager, float32)."""
+    """The torch calls ``module(*args, **kwargs)`` makes itself, in call order (eager, float32); the
+    probes among them (``Recorded.probe``) are its ops replayable alone."""
     with torch.enable_grad(), _Recorder(children) as recorder:
         module(*args, **kwargs)
     return recorder.calls

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-SCRIPT = '''"""Reproduction written by `ortcheck check`: {what} alone through {impl_name}.
+SCRIPT = '''"""Reproduction written by `ortcheck check`: {what} alone through {impl_name}, one call per saved batch.
 Run it from anywhere: python path/to/repro/repro.py"""
 import importlib
 import sys
@@ -26,25 +26,26 @@ HERE = Path(__file__).resolve().parent
 # they share an ancestor with it (the project and its report can move together)
 sys.path[:0] = [str((HERE / root).resolve()) for root in {paths!r}]
 from ortcheck.impls import Options
-from ortcheck.usercheck.calls import Projection, check_call, requiring_grad
+from ortcheck.usercheck.calls import Projection, check_calls, requiring_grad
 
 module_name, class_name = {impl_path!r}.split(":")
 impl = getattr(importlib.import_module(module_name), class_name)()
 module = torch.load(HERE / "module.pt", weights_only=False)
-batch = torch.load(HERE / "inputs.pt", weights_only=False)
-failure = check_call(impl, Options(**{options!r}), module, requiring_grad(batch, "as-given"), Projection(), {what!r})
+batches = torch.load(HERE / "inputs.pt", weights_only=False)
+failure = check_calls(impl, Options(**{options!r}), module, [requiring_grad(b, "as-given") for b in batches],
+                      Projection(), {what!r})
 print(failure or "no difference: it passes")
 raise SystemExit(1 if failure else 0)
 '''
 
 
-def write_repro(report_dir, impl, options, module: torch.nn.Module, batch, what: str) -> Path:
+def write_repro(report_dir, impl, options, module: torch.nn.Module, batches: list, what: str) -> Path:
     """Write ``<report_dir>/repro/{module.pt, inputs.pt, repro.py}`` and return that folder. The
     script judges the module's outputs under a fixed random cotangent (as the localizer did)."""
     folder = Path(report_dir) / "repro"
     folder.mkdir(parents=True, exist_ok=True)
     torch.save(module, folder / "module.pt")
-    torch.save(batch, folder / "inputs.pt")
+    torch.save(list(batches), folder / "inputs.pt")
     impl_path = f"{type(impl).__module__}:{type(impl).__qualname__}"
     # the pickled module names its classes by import path: the script needs their import roots
     names = {type(m).__module__ for m in module.modules()} | {type(impl).__module__}

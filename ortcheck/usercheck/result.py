@@ -58,17 +58,22 @@ class Localization:
     # call is then a defect of its own, not the cause (qwen2_moe under ORTModule: a routing change
     # at step 3, while the loss alone segfaults).
     one_call_passes: bool = False
-
+    pointers: tuple[str, ...] = ()  # where to look, from the eager run: grad-free regions, size-dependent code
+    sizes: tuple[int, ...] = ()     # localized at a new batch size: the first call's size, then the other
     def lines(self) -> list[str]:
-        lines = [f"smallest failing submodule: {self.module or '(the model)'} ({self.module_type})",
+        at = f" at batch {self.sizes[0]} then {self.sizes[1]}" if self.sizes else ""
+        lines = [f"smallest failing submodule{at}: {self.module or '(the model)'} ({self.module_type})",
                  f"  {self.failure}"]
         if self.one_call_passes:
             lines.append("an op failing alone in one call, a defect of its own (the failure above needs several steps): "
                          f"{self.op.line()}" if self.op else
                          "first failing op: none fails alone in one call (the failure above needs several steps)")
-        else:
+        elif not self.sizes:
             lines.append(f"first failing op: {self.op.line()}" if self.op else
                          "first failing op: none of its own ops fails alone (the defect is in how they combine)")
+        if self.pointers:
+            lines.append("where to look:")
+            lines += [f"  {pointer}" for pointer in self.pointers]
         lines.append("module tree (each checked alone):")
         lines += [f"  {verdict:<5} {path or '(the model)'}" for path, verdict in self.tree]
         if self.repro:

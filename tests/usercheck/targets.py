@@ -154,3 +154,47 @@ def only_pairs():
 
 def only_pairs_batch(size):
     return (torch.randn(size, 4, generator=torch.Generator().manual_seed(size)),)
+
+
+class BatchScaled(torch.nn.Module):
+    """Python control flow on the batch size: a graph traced at batch 2 never divides."""
+
+    def forward(self, y):
+        if y.shape[0] > 2:
+            y = y / y.shape[0]
+        return y
+
+
+class SizeBranching(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(FEATURES, 4)
+        self.scale = BatchScaled()
+
+    def forward(self, x):
+        return self.scale(torch.tanh(self.lin(x)))
+
+
+def size_branching():
+    torch.manual_seed(0)
+    return SizeBranching()
+
+
+class RunningCentre(torch.nn.Module):
+    """A buffer updated under no_grad in forward, then used: graphs that drop the write go wrong."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(FEATURES, 4)
+        self.register_buffer("centre", torch.zeros(4))
+
+    def forward(self, x):
+        h = self.lin(x)
+        with torch.no_grad():
+            self.centre.mul_(0.5).add_(h.mean(0), alpha=0.5)
+        return h - self.centre
+
+
+def running_centre():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(RunningCentre(), torch.nn.Tanh())

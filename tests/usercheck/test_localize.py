@@ -1,6 +1,7 @@
 """The localizer names the op a positive control breaks and the module that calls it: the three
 gradient-rule controls on zoo architectures, and Where's (whose wrong branch no zoo model trains) on
 a small gated model; and the CLI's reproduction reproduces."""
+import copy
 import dataclasses
 import os
 import signal
@@ -9,10 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from controls.gradient_rules import (SigmoidGradFromInput, SoftmaxGradWithoutSum, TanhGradWithoutSquare,
                                      WhereGradToWrongBranch)
 from ortcheck import cli
+from ortcheck.impls.base import Observations
 from ortcheck.impls.eager import EagerImpl
 from ortcheck.models import hf
 from ortcheck.usercheck import check_model, zoo
@@ -125,3 +128,71 @@ def test_the_pictures_tree_places_each_module_under_its_nearest_checked_ancestor
                                  ("blocks.0.mlp.fc", "pass")))
     placed = [(depth, label) for depth, label, _, _ in _rows(located)]
     assert placed == [(0, "(the model)"), (1, "wte"), (1, "blocks.0"), (2, "attn"), (2, "mlp.fc")]
+
+
+class _TracedOnce(EagerImpl):
+    """Traces the module at its first call (torch.jit.trace, sharing its parameters) and runs that
+    trace from then on, as a pipeline that never re-exports would: gradients right, Python control
+    flow frozen at the first call's sizes."""
+    name = "traced_once"
+
+    def wrap(self, module, options=None):
+        proxy = copy.copy(module)  # the same parameters, the class's own forward
+
+        def forward(*args):
+            if module.__dict__.get("traced") is None:
+                module.__dict__["traced"] = torch.jit.trace(proxy, args, check_trace=False)
+            return module.__dict__["traced"](*args)
+
+        module.forward = forward
+        return module
+
+    def observe(self, wrapped):
+        built = int(wrapped.__dict__.get("traced") is not None)
+        return Observations(exports=built, gradient_builds=built, sessions=built)
+
+
+def test_a_new_batch_size_failure_is_localized_with_its_likely_cause(tmp_path):
+    """Issue 40, item 6: right at batch 2, wrong at 3 without a re-export: the verdict says the likely
+    cause, the search runs both sizes on one wrap, and the eager runs show the branch on the size."""
+    result = check_model(targets.size_branching, targets.batch, targets.mean_loss, impl=_TracedOnce(),
+                         checks=("gradients", "new batch size"), report_dir=tmp_path)
+    gradients, new_size = result.outcomes
+    assert gradients.status == "pass" and new_size.status == "FAIL", result.format()
+    assert new_size.detail.endswith("likely cause: the graph exported at batch 2 ran at batch 3 without a re-export, "
+                                    "and something its trace fixed depends on the size"), new_size.detail
+    located = result.localization
+    assert located.module == "scale" and located.sizes == (2, 3) and ("lin", "pass") in located.tree, result.format()
+    assert located.pointers[0].startswith("Python control flow on a size: it runs 1 op at batch 2 and 3 ops at batch 3")
+    assert "torch.Tensor.shape" in located.pointers[0] and "smallest failing submodule at batch 2 then 3: scale" in \
+        result.format()
+    repro = subprocess.run([sys.executable, str(tmp_path / "repro" / "repro.py")], capture_output=True, text=True)
+    assert repro.returncode == 1 and "at batch 3 (call 2)" in repro.stdout, repro.stdout + repro.stderr
+
+
+def test_a_size_turned_into_a_number_is_pointed_at():
+    from ortcheck.usercheck.localize import size_pointers
+    from ortcheck.usercheck.targets import Batch
+
+    class Flattens(torch.nn.Module):
+        def forward(self, x):
+            return x.reshape(x.shape[0] * 2, -1)
+
+    lines = size_pointers(Flattens(), [], [Batch((torch.randn(2, 4),), {}), Batch((torch.randn(3, 4),), {})], (2, 3))
+    assert len(lines) == 1 and lines[0].startswith("op #1 torch.Tensor.reshape takes ((T, 4, -1), {}) at batch 2 and "
+                                                   "((T, 6, -1), {}) at batch 3"), lines
+
+
+def test_a_region_with_grad_disabled_is_pointed_at_and_an_op_failing_otherwise_is_not_the_cause():
+    """Issue 40, item 10: a buffer updated under no_grad, through a pipeline that ignores no_grad: no op
+    fails alone as the model does (a value off); the region is named, and the op that fails alone
+    only in its structure (an output requiring grad) is listed apart, not called the first failing op."""
+    from controls.gradients import IgnoresNoGradRegions
+
+    result = check_model(targets.running_centre, targets.batch, targets.mean_loss, impl=IgnoresNoGradRegions(),
+                         checks=("gradients",))
+    located = result.localization
+    assert located.module == "0" and located.op is None, result.format()
+    assert any(p.startswith("ops #1-#3 ran with grad disabled") and "torch.Tensor.mul_" in p for p in located.pointers)
+    assert any(p.startswith("also fails alone, another way") and "torch.Tensor.mean" in p for p in located.pointers)
+    assert "first failing op: none of its own ops fails alone" in result.format()

@@ -6,16 +6,14 @@ names the recorded finding behind it (a test id its manifest entry covers) and w
 As the command runs them (``ortcheck check ortcheck.usercheck.zoo:ARCH``: its default loss, the sum
 of the outputs, and three training steps, after which qwen2_moe routes to another number of
 experts), without localization (tests/usercheck/test_localize.py covers it). tox runs it in ``modern`` (eager, reference) and in ``ort119`` (ortmodule)."""
-import re
-
 import pytest
 
-from ortcheck import impls, manifest
+from ortcheck import impls
 from ortcheck.impls import Capability
 from ortcheck.models import hf
 from ortcheck.usercheck import check_model, zoo
 from ortcheck.usercheck.checks import CHECKS
-from ortcheck.usercheck.result import FAIL, NA, PASS
+from tests.usercheck import tables
 
 pytestmark = [pytest.mark.requires(Capability.GRAD_PARITY),
               pytest.mark.skipif(hf.unavailable_reason() is not None, reason=str(hf.unavailable_reason()))]
@@ -46,30 +44,14 @@ ORTMODULE_FINDINGS = [
      r"Split node.*Cannot split using values in 'split' attribute", ("qwen2_moe",), ("training steps",)),
 ]
 
-def expected(impl_name: str, architecture: str) -> dict[str, tuple[str, str]]:
-    """Per check, its status and a pattern its detail must match."""
-    table = {check: (PASS, "") for check in CHECKS}
-    if impl_name == "eager":
-        table["recompute levels"] = (NA, "eager has no memory optimizer")
-    if impl_name == "ortmodule":
-        for _, detail, architectures, checks in ORTMODULE_FINDINGS:
-            if architecture in architectures:
-                table.update({check: (FAIL, detail) for check in checks})
-    return table
-
-
 @pytest.mark.parametrize("architecture", zoo.names())
 def test_ortcheck_check_on_a_zoo_architecture(impl, options, architecture):
     result = check_model(getattr(zoo, architecture), getattr(zoo, f"{architecture}_batch"), impl=impl,
                          device=options.device, localize_failures=False)
-    table = expected(impl.name, architecture)
-    differ = [f"{o.check} {o.status}: {o.detail}" for o in result.outcomes
-              if o.status != table[o.check][0] or not re.search(table[o.check][1], o.detail)]
+    table = tables.expected(impl.name, architecture, {"ortmodule": ORTMODULE_FINDINGS})
+    differ = tables.differences(result, table)
     assert not differ, f"{len(differ)} of {len(table)} checks not as the table says: " + " | ".join(differ)
 
 
 def test_each_ortmodule_failure_names_a_recorded_finding():
-    findings = manifest.load(impls.get("ortmodule").manifest_path())
-    for test, _, architectures, checks in ORTMODULE_FINDINGS:
-        assert manifest.first_match(findings, test) is not None, f"no ORTModule finding covers {test}"
-        assert set(architectures) <= set(zoo.names()) and set(checks) <= set(CHECKS)
+    tables.assert_findings_recorded(impls.get("ortmodule"), ORTMODULE_FINDINGS, zoo.names())
