@@ -96,10 +96,11 @@ def localize(subject, report_dir=None, new_size: bool = False) -> Localization:
     if new_size:
         pointers = size_pointers(modules[current], children, inputs[current], sizes)
     else:
-        op, pointers = first_failing_op(impl, options, modules[current], inputs[current][0], children, crash,
-                                        None if failure == SEVERAL_STEPS else failure)
+        batch = inputs[current][0]
+        calls = record(modules[current], children, batch.args, batch.kwargs)
+        op, pointers = first_failing_op(impl, options, calls, crash, None if failure == SEVERAL_STEPS else failure)
         if op is None:
-            pointers += grad_free_pointers(modules[current], children, inputs[current][0])
+            pointers += grad_free_pointers(calls)
     repro = None
     if report_dir is not None:
         from ortcheck.usercheck.repro import write_repro
@@ -110,12 +111,12 @@ def localize(subject, report_dir=None, new_size: bool = False) -> Localization:
                         sizes=sizes if new_size else ())
 
 
-def first_failing_op(impl, options, module: torch.nn.Module, batch: Batch, children: list,
-                     crash: type[Exception] | None = None, failure: str | None = None) -> tuple[OpFinding | None, list[str]]:
-    """The first of the module's own ops failing alone as ``failure`` did (any failure when that is
-    None or a crash is localized), and a line for each op before it that fails alone otherwise."""
+def first_failing_op(impl, options, calls: list[Recorded], crash: type[Exception] | None = None,
+                     failure: str | None = None) -> tuple[OpFinding | None, list[str]]:
+    """Of a module's own recorded ``calls``, the first op failing alone as ``failure`` did (any failure
+    when that is None or a crash is localized), and a line for each op before it failing otherwise."""
     others = []
-    for index, call in enumerate(record(module, children, batch.args, batch.kwargs)):
+    for index, call in enumerate(calls):
         if not call.probe:
             continue
         probe, tensors = OpProbe(call), call.tensors()
@@ -131,9 +132,8 @@ def first_failing_op(impl, options, module: torch.nn.Module, batch: Batch, child
     return None, others
 
 
-def grad_free_pointers(module: torch.nn.Module, children: list, batch: Batch) -> list[str]:
-    """The module's own ops that ran with grad disabled while its call had grad enabled, as ranges."""
-    calls = record(module, children, batch.args, batch.kwargs)
+def grad_free_pointers(calls: list[Recorded]) -> list[str]:
+    """Of a module's own recorded ``calls``, the ops that ran with grad disabled, as ranges."""
     off = [k for k, call in enumerate(calls) if not call.grad_enabled and call.probe]
     lines = [f"ops {_span(run)} ran with grad disabled (torch.no_grad() or a custom autograd.Function's forward): "
              f"{', '.join(dict.fromkeys(calls[k].name for k in run))}; a graph may take their results as constants "
