@@ -15,10 +15,14 @@ def _case(impl: str, family: str) -> str:
     return f"suites/test_transitions.py::test_transitions[{impl}-{family}]"
 
 
+def _pattern(impl: str, pattern: str) -> str:
+    return f"suites/test_forward_patterns.py::test_forward_patterns_train_like_eager[{impl}-{pattern}]"
+
+
 class ReexportsOnNewSizes(DuringForward):
     """Keys every graph by its input sizes, as if sizes were in the schema: it re-exports whenever
     an input size changes."""
-    caught_by = (_case("reexports_on_new_sizes", "sizes"),)
+    caught_by = (_case("reexports_on_new_sizes", "sizes"), _pattern("reexports_on_new_sizes", "detached"))
 
     def seam(self):
         from reference.module.wrapper import SIZES_IN_EVERY_KEY
@@ -36,6 +40,17 @@ class _OneSlot(Graphs):
     def step(self, current, grad_enabled=True):
         transition = decide(self.train, current, grad_enabled)
         return transition, (dataclasses.replace(self, train=current) if transition.new_sessions else self)
+
+
+class UnguardedSizeReads(DuringForward):
+    """Bakes a size its forward read into Python (``if x.shape[0] > 2``, ``range(x.shape[0])``) at
+    the traced value and reuses the graph at other sizes: the outputs of the other branch."""
+    caught_by = (_pattern("unguarded_size_reads", "size_branch"), _pattern("unguarded_size_reads", "size_loop"))
+
+    def seam(self):
+        from reference.export.data_guards import SIZE_READS_GUARDED
+
+        return SIZE_READS_GUARDED.overridden(False)
 
 
 class OneGraphSlot(Control, ReferenceImpl):

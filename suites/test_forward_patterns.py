@@ -3,7 +3,10 @@ calls at changing batch sizes with an SGD step after each: regions without gradi
 ``set_grad_enabled(False)``, ``detach``), tied and frozen weights, Python control flow on sizes and on
 values (``ortcheck.models.forward_patterns``). Outputs, the input's and every parameter's gradient and
 the buffers are judged by the float64 oracle at every call (issue 39: the reference and ORTModule
-were silently wrong on a buffer updated under ``no_grad`` and on a branch on ``x.shape[0]``)."""
+were silently wrong on a buffer updated under ``no_grad`` and on a branch on ``x.shape[0]``), and
+the pipeline's rebuilds by the transition contract: a new batch size re-exports only where the
+Python of forward decided otherwise on it (``ortcheck.stateful.size_reads``) or on a value
+(``control_values``)."""
 import copy
 
 import pytest
@@ -14,6 +17,9 @@ from hypothesis import strategies as st
 from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
 from ortcheck.impls import Capability
 from ortcheck.models.forward_patterns import FEATURES, PATTERNS
+from ortcheck.stateful.contract import Call, Contract, memory_options, unit_axes
+from ortcheck.stateful.control_values import control_values
+from ortcheck.stateful.size_reads import size_reads
 
 pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 LR = 0.1
@@ -37,6 +43,14 @@ def _step(modules, inputs, path: str) -> None:
     assert_matches_oracle(results, path=path)
 
 
+def _call(eager: torch.nn.Module, x: torch.Tensor, options) -> Call:
+    """The call as the transition contract sees it, with what eager's forward read of its values and sizes."""
+    trainable = frozenset(name for name, p in eager.named_parameters() if p.requires_grad)
+    return Call(("x", x.dtype, x.dim()), True, options.device, 0, (True,), trainable,
+                memory_options=memory_options(options), control_values=control_values(eager, (x,), {}),
+                unit_axes=unit_axes([x]), size_reads=size_reads(eager, (x,), {}), tensors=(x,))
+
+
 # Every sequence starts at batch 2 and then exceeds it, so each example crosses the size branches'
 # threshold and changes the row count, and the inputs change sign at every call, so a value branch
 # takes the other side (a pattern's failure shows under any seed); then anywhere.
@@ -51,7 +65,12 @@ def test_forward_patterns_train_like_eager(impl, options, name, batches, seed):
     torch.manual_seed(seed)
     eager = PATTERNS[name]().to(options.device)
     modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options))
+    contract = Contract()
     for call, batch in enumerate(batches):
         sign = 1 if call % 2 == 0 else -1  # a value branch takes the other side at every call
         x = (sign * torch.randn(batch, FEATURES, generator=torch.Generator().manual_seed(seed + call)).abs()).requires_grad_()
-        _step(modules, input_runs(x, seed=call, device=options.device), f"{name}, call {call} at batch {batch}")
+        path = f"{name}, call {call} at batch {batch}"
+        contract.forward(_call(modules["eager"], x.to(options.device), options))
+        _step(modules, input_runs(x, seed=call, device=options.device), path)
+        mismatches = contract.mismatches(impl.observe(modules["actual"]))
+        assert not mismatches, f"{path}: " + "; ".join(mismatches)

@@ -20,6 +20,10 @@ rules, per forward call:
   the call the graph was built for, the pipeline *may* instead re-export ("a value the trace turned
   into control flow changed"): a graph that traced them fits them only. The oracle, not this
   contract, judges whether a pipeline that did not re-export still computes the right values;
+- likewise where the call's sizes break a decision the forward took on the sizes of the call the graph
+  was built for (``ortcheck.stateful.size_reads``: ``if x.shape[0] > 2``, ``range(x.shape[0])``,
+  recorded by torch's symbolic shapes), the pipeline *may* re-export ("a size the forward read into
+  Python changed"): a trace bakes in the branch, count or value that Python computed;
 - likewise where the input axes of size 1 differ from those of the call the graph was built for
   (``Call.unit_axes``), the pipeline *may* re-export ("the input axes of size 1 changed"): a trace
   cannot tell an axis of 1 from one that broadcasts, nor follow code that branches on ``size == 1``
@@ -30,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 
 from ortcheck.impls.base import Observations, Options
+from ortcheck.stateful.size_reads import SizeReads
 
 FIRST_FORWARD = "first forward"
 MODE_CHANGED = "train/eval mode changed"
@@ -42,8 +47,10 @@ MEMORY_OPTIONS_CHANGED = "memory optimizer options changed"
 DATA_CHANGED = ("a value the trace turned into control flow changed (the graph is keyed by it: data-dependent "
                 "routing such as a mixture of experts' experts hit)")
 UNIT_AXES_CHANGED = "the input axes of size 1 changed (a trace may specialize an axis of size 1)"
+SIZE_READ_CHANGED = "a size the forward read into Python changed (the trace baked in its branch, count or value)"
 REUSED = "reuse: nothing changed"
-REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, UNIT_AXES_CHANGED, DATA_CHANGED,
+REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, UNIT_AXES_CHANGED,
+           SIZE_READ_CHANGED, DATA_CHANGED,
            INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
 COUNTERS = ("exports", "gradient_builds", "sessions", "fallbacks")
 # The options that shape the gradient graphs, not the export (the memory optimizer's level and
@@ -70,6 +77,8 @@ class Call:
     memory_options: tuple = ()  # memory_options(the options in force)
     control_values: tuple | None = None  # what eager's forward read into control flow (None: not recorded)
     unit_axes: tuple | None = None  # per user tensor, its axes of size 1 (unit_axes(); None: not recorded)
+    size_reads: SizeReads | None = None  # what eager's forward decided on the sizes (None: not recorded)
+    tensors: tuple = dataclasses.field(default=(), compare=False, repr=False)  # the user tensors (their sizes)
 
 
 def unit_axes(tensors) -> tuple[tuple[int, ...], ...]:
@@ -137,6 +146,8 @@ def _may_reexport(built: Call, call: Call) -> str | None:
     """Why a pipeline may re-export for ``call`` though the contract does not require it, if it may."""
     if None not in (built.unit_axes, call.unit_axes) and built.unit_axes != call.unit_axes:
         return UNIT_AXES_CHANGED
+    if built.size_reads is not None and not built.size_reads.hold_for(list(call.tensors)):
+        return SIZE_READ_CHANGED
     if None not in (built.control_values, call.control_values) and built.control_values != call.control_values:
         return DATA_CHANGED
     return None

@@ -20,6 +20,7 @@ from ortcheck.impls.base import Capability, Implementation, Options
 from ortcheck.nested import leaves, map_leaves
 from ortcheck.stateful.contract import Call, Contract, memory_options, unit_axes
 from ortcheck.stateful.control_values import control_values
+from ortcheck.stateful.size_reads import size_reads
 from ortcheck.usercheck.calls import batch_runs, judged_call, one_call, requiring_grad, runs_of
 from ortcheck.usercheck.isolated import Crashed, isolated
 from ortcheck.usercheck.result import COST, FAIL, NA, PASS, Outcome, raised
@@ -58,7 +59,7 @@ def gradients(subject: Subject) -> str:
 
 def new_batch_size(subject: Subject) -> str:
     """A second batch of another size: the same numbers, and exports exactly as the contract says."""
-    modules, contract, costs = subject.runs(), Contract(), []
+    modules, contract, costs, detail = subject.runs(), Contract(), [], f"{subject.sizes[0]} then {subject.sizes[1]}"
     for seed, size in enumerate(subject.sizes):
         batch = subject.batch(size, seed)
         exports = subject.impl.observe(modules["actual"]).exports
@@ -72,7 +73,10 @@ def new_batch_size(subject: Subject) -> str:
             raise
         contract.forward(_call(subject, modules, batch, training=True))
         _assert_counters(subject, modules["actual"], contract, f"after the batch of {size}", costs)
-    return _costed(f"{subject.sizes[0]} then {subject.sizes[1]}", costs)
+        observed = subject.impl.observe(modules["actual"])
+        if seed and exports is not None and observed.exports > exports and observed.last_reason:
+            detail += f" (re-exported at {size}: {observed.last_reason})"
+    return _costed(detail, costs)
 
 
 def train_eval(subject: Subject) -> str:
@@ -189,7 +193,7 @@ def _to(device: str):
 
 def _call(subject: Subject, modules: dict, batch: Batch, training: bool, grad_enabled: bool = True) -> Call:
     """What the transition contract needs to know about one forward call, from the user's side alone
-    (and eager's run of it: the values its forward read into control flow)."""
+    (and eager's run of it: the values and sizes its forward read into control flow)."""
     def describe(leaf):
         if isinstance(leaf, torch.Tensor):
             return ("tensor", str(leaf.dtype), leaf.dim())
@@ -201,7 +205,8 @@ def _call(subject: Subject, modules: dict, batch: Batch, training: bool, grad_en
     args, kwargs = map_leaves((batch.args, batch.kwargs), _to(subject.options.device))
     return Call((signature,), training, subject.options.device, 0, tuple(t.requires_grad for t in tensors),
                 trainable, grad_enabled, memory_options(subject.options),
-                control_values(modules["eager"], args, kwargs), unit_axes(tensors))
+                control_values(modules["eager"], args, kwargs), unit_axes(tensors),
+                size_reads(modules["eager"], args, kwargs), tuple(tensors))
 
 
 def _assert_counters(subject: Subject, wrapped: torch.nn.Module, contract: Contract, when: str,

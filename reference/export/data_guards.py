@@ -13,9 +13,9 @@ wrong ones.
 So each such value becomes a guard: an extra graph output (after the user's outputs and written
 buffers), its traced value recorded. Before each call the wrapper runs the guards' own small graph
 (the part of the forward graph they depend on, :func:`guard_model`) and re-exports when one differs
-(``reference.transitions``: "a traced data-dependent value changed"). Values computed from sizes
-alone are not guards: sizes are dynamic axes, and :mod:`reference.export.traced_numbers` handles
-the sizes a module returns.
+(``reference.transitions``: a value the trace turned into control flow changed, or a size the
+forward read into Python did; each guard keeps its kind for that reason). Sizes the module
+*returns* are not guards: :mod:`reference.export.traced_numbers` makes the graph compute them.
 """
 from __future__ import annotations
 
@@ -26,11 +26,20 @@ import onnx
 import torch
 from torch.overrides import TorchFunctionMode
 
+from reference.seams import Seam
+
+# Fault injection (reference.seams): False lets sizes read into Python go unguarded (baked at the traced size).
+SIZE_READS_GUARDED = Seam("sizes read into Python become guards", True)
+
 # Python conversions the tracer bakes a tensor's value into; ``unbind`` bakes the length of a dim.
 _VALUE_READS = frozenset({"__bool__", "__int__", "__index__", "__float__", "item", "tolist"})
 # Ops whose result's size depends on the values of their input.
 _VALUE_SIZED = frozenset({"aten::nonzero", "aten::nonzero_numpy", "aten::masked_select", "aten::unique_dim",
                           "aten::_unique2", "aten::unique_consecutive", "aten::repeat_interleave"})
+
+
+# What a guard holds (``DataGuards.kinds``), which names the reason when it changes.
+VALUE, SIZE, LENGTH = "value", "size", "length"
 
 
 class DataGuards(TorchFunctionMode):
@@ -39,17 +48,24 @@ class DataGuards(TorchFunctionMode):
     def __init__(self, read_elsewhere: set[int] = frozenset()):
         super().__init__()
         self.tensors: list[torch.Tensor] = []
+        self.kinds: list[str] = []  # per tensor: VALUE, SIZE or LENGTH
         self._read_elsewhere = read_elsewhere  # ids of tensors whose read value the graph does not use
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if torch._C._get_tracing_state() is not None and args and isinstance(args[0], torch.Tensor):
-            if name in _VALUE_READS and id(args[0]) not in self._read_elsewhere and _reads_values(args[0]):
-                self.tensors.append(args[0].reshape(-1))
+            if name in _VALUE_READS and id(args[0]) not in self._read_elsewhere:
+                kind = _kind(args[0])
+                if kind:
+                    self.add(args[0].reshape(-1), kind)
             elif name == "unbind" and _value_sized(args[0]):
-                self.tensors.append(torch._shape_as_tensor(args[0]))
+                self.add(torch._shape_as_tensor(args[0]), VALUE)
         return func(*args, **kwargs)
+
+    def add(self, tensor: torch.Tensor, kind: str) -> None:
+        self.tensors.append(tensor)
+        self.kinds.append(kind)
 
     @property
     def values(self) -> tuple[tuple, ...]:
@@ -63,8 +79,30 @@ def collected(read_elsewhere: set[int] = frozenset()) -> Iterator[DataGuards]:
         yield guards
 
 
-def _trace_nodes(tensor: torch.Tensor) -> Iterator[torch._C.Node]:
-    """The trace's nodes ``tensor`` was computed from, each once."""
+@contextlib.contextmanager
+def untraced() -> Iterator[None]:
+    """Python run outside the trace: sizes are plain ints, nothing read becomes a guard (for checks
+    the graph's key already covers, such as a norm refusing a batch of 1: every graph is keyed by
+    its axes of size 1)."""
+    state = torch._C._get_tracing_state()
+    torch._C._set_tracing_state(None)
+    try:
+        yield
+    finally:
+        torch._C._set_tracing_state(state)
+
+
+def _kind(tensor: torch.Tensor) -> str | None:
+    """What a Python read of ``tensor`` bakes in: values, sizes alone, or nothing (a constant)."""
+    if _reads_values(tensor) or _value_sized(tensor, through_sizes=True):
+        return VALUE  # a size of nonzero()'s result follows values
+    sized = any(node.kind() == "aten::size" for node in _trace_nodes(tensor))
+    return SIZE if sized and SIZE_READS_GUARDED.value else None
+
+
+def _trace_nodes(tensor: torch.Tensor, through_sizes: bool = False) -> Iterator[torch._C.Node]:
+    """The trace's nodes ``tensor`` was computed from, each once (not those a size's input was
+    computed from, unless ``through_sizes``)."""
     try:
         stack = [torch._C._get_value_trace(tensor).node()]
     except RuntimeError:  # not a value of this trace: a constant
@@ -76,7 +114,7 @@ def _trace_nodes(tensor: torch.Tensor) -> Iterator[torch._C.Node]:
             continue
         seen.add(node)
         yield node
-        if node.kind() != "aten::size":  # a size does not read its input's values
+        if through_sizes or node.kind() != "aten::size":  # a size does not read its input's values
             stack.extend(value.node() for value in node.inputs())
 
 
@@ -85,9 +123,9 @@ def _reads_values(tensor: torch.Tensor) -> bool:
     return any(node.kind() == "prim::Param" for node in _trace_nodes(tensor))
 
 
-def _value_sized(tensor: torch.Tensor) -> bool:
+def _value_sized(tensor: torch.Tensor, through_sizes: bool = False) -> bool:
     """Whether ``tensor``'s size may depend on values: an op whose result's size does came before it."""
-    return any(node.kind() in _VALUE_SIZED for node in _trace_nodes(tensor))
+    return any(node.kind() in _VALUE_SIZED for node in _trace_nodes(tensor, through_sizes))
 
 
 def guard_model(model: onnx.ModelProto, guard_names: tuple[str, ...]) -> onnx.ModelProto:

@@ -43,14 +43,19 @@ class ExportedGraph:
     state_keys: tuple[str, ...]   # their names in module.named_parameters()/named_buffers()
     output_names: tuple[str, ...]  # the user's outputs, then the written buffers' new values, then the guards
     output_schema: nested_io.Schema
-    written_buffers: tuple[str, ...] = ()  # keys of the buffers forward writes, as the last outputs
+    written_buffers: tuple[str, ...] = ()  # keys of the buffers forward writes, as outputs before the guards
     python_calls: tuple[python_calls.PythonCall, ...] = ()  # the Functions its reference.PythonOp nodes call
-    unrolled: int = 0  # recurrences unrolled over their traced lengths: the last guards are those lengths
     guard_values: tuple[tuple, ...] = ()  # traced values baked into control flow (data_guards), the last outputs
+    guard_kinds: tuple[str, ...] = ()  # per guard, what it holds (data_guards: a value, a size, an unrolled length)
 
     @property
     def guard_names(self) -> tuple[str, ...]:
         return self.output_names[len(self.output_names) - len(self.guard_values):]
+
+    @property
+    def guards_follow_sizes(self) -> bool:
+        """Every guard computed from input sizes alone: its values change only where those sizes do."""
+        return bool(self.guard_kinds) and set(self.guard_kinds) == {"size"}
 
     @property
     def keyed_by_sizes(self) -> bool:
@@ -93,7 +98,7 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     state_names, state_keys = _lift_state(model, flat)
     output_names = tuple(value.name for value in model.graph.output)
     return ExportedGraph(model, input_names, state_names, state_keys, output_names, flat.output_schema, flat.written,
-                         tuple(calls), flat.unrolled, flat.guards.values)
+                         tuple(calls), flat.guards.values, tuple(flat.guards.kinds))
 
 
 @contextlib.contextmanager

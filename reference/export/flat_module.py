@@ -32,7 +32,6 @@ class FlatModule(torch.nn.Module):
         self.input_schema = input_schema
         self.output_schema: nested_io.Schema | None = None
         self.written: tuple[str, ...] = ()
-        self.unrolled = 0  # recurrences unrolled over their traced lengths: the last guards are those lengths
         self.guards: data_guards.DataGuards | None = None  # values the trace baked into control flow
 
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -42,8 +41,8 @@ class FlatModule(torch.nn.Module):
         with gradient_free_regions(self.module), norms, unrolled_recurrences() as recurrences, \
                 data_guards.collected(norms.read_elsewhere()) as self.guards:
             outputs, self.output_schema = nested_io.flatten(marked(self.module(*args, **kwargs)))
-        self.guards.tensors.extend(recurrences.lengths)
-        self.unrolled = len(recurrences.lengths)
+        for length in recurrences.lengths:
+            self.guards.add(length, data_guards.LENGTH)
         after = dict(self.module.named_buffers())
         self.written = tuple(name for name, (identity, version) in before.items()
                              if name in after and (id(after[name]), after[name]._version) != (identity, version))

@@ -25,6 +25,8 @@ import torch.nn.functional as F
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.overrides import TorchFunctionMode
 
+from reference.export.data_guards import untraced
+
 
 class traceable_norms(TorchFunctionMode):  # noqa: N801 - used as a context manager
     """Active while ``module`` is traced."""
@@ -53,7 +55,8 @@ class traceable_norms(TorchFunctionMode):  # noqa: N801 - used as a context mana
                     eps=1e-5):
         if not training and running_mean is not None and running_var is not None:
             return _from_running_statistics(x, running_mean, running_var, weight, bias, eps)
-        F._verify_batch_size(x.size())
+        with untraced():  # a batch of 1 changes the graph's key (its axes of size 1): no guard needed
+            F._verify_batch_size(x.size())
         owner = self._cumulative.get(id(running_mean))
         factor = 1.0 / owner.num_batches_tracked.double() if owner is not None else momentum
         return _from_batch_statistics(x, [0, *range(2, x.dim())], running_mean, running_var, weight, bias, factor, eps)
@@ -63,7 +66,8 @@ def _instance_norm(x, running_mean=None, running_var=None, weight=None, bias=Non
                    momentum=0.1, eps=1e-5):
     if not use_input_stats:
         return _from_running_statistics(x, running_mean, running_var, weight, bias, eps)
-    F._verify_spatial_size(x.size())
+    with untraced():
+        F._verify_spatial_size(x.size())
     return _from_batch_statistics(x, list(range(2, x.dim())), running_mean, running_var, weight, bias, momentum, eps)
 
 

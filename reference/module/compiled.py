@@ -32,6 +32,7 @@ class Compiled:
     sizes: dict[str, int] = dataclasses.field(default_factory=dict)  # dimension sizes of the build's batch
     memory_report: recompute.MemoryReport | None = None
     guard_session: Session | None = None  # computes the guards' values for a call (None: no guards)
+    guarded_sizes: tuple | None = None  # guards following sizes alone: the input sizes their last values are for
 
     @property
     def graph_inputs(self) -> list[str]:
@@ -47,21 +48,34 @@ def export(module: torch.nn.Module, tensors: list[torch.Tensor], state: GraphSta
             raise ExportError("a value the trace turned into control flow is computed by a custom autograd Function; "
                               "its guard graph cannot call back into torch")
         compiled.guard_session = Session(model, state.device)
+        compiled.guarded_sizes = _input_sizes(compiled, tensors)
     return compiled
 
 
-def guard_values(compiled: Compiled, tensors: Sequence[torch.Tensor]) -> tuple[tuple, ...] | str:
-    """The guards' values for this call (``tensors``: one per graph input), as the export recorded
-    them. A guard may be computed after another one's baked value (a branch per expert hit, after
+def guard_values(compiled: Compiled, tensors: Sequence[torch.Tensor], previous: tuple) -> tuple[tuple, ...] | str:
+    """The guards' values for this call (``tensors``: one per graph input; ``previous``: their last
+    values), as the export recorded them. A guard may be computed after another one's baked value (a branch per expert hit, after
     the count of experts hit): where that value changed, the guard graph can fail to run (a split
     into the traced count); that failure means a guard changed, and the export that follows is
     what reports any real error in the inputs."""
+    sizes = _input_sizes(compiled, tensors)
+    if sizes is not None and sizes == compiled.guarded_sizes:
+        return previous  # guards on sizes alone, at the sizes they were computed for: no run needed
     session = compiled.guard_session
     feeds = [tensors[compiled.graph_inputs.index(name)].detach() for name in session.input_names]
     try:
-        return tuple(tuple(value.tolist()) for value in session.run(feeds))
+        values = tuple(tuple(value.tolist()) for value in session.run(feeds))
     except Exception as error:  # onnxruntime's pybind errors share no base class beyond Exception
         return f"the guard graph failed to run: {str(error).splitlines()[0]}"
+    compiled.guarded_sizes = sizes
+    return values
+
+
+def _input_sizes(compiled: Compiled, tensors: Sequence[torch.Tensor]) -> tuple | None:
+    """The user inputs' sizes where every guard follows sizes alone (None: some guard reads values)."""
+    if not compiled.exported.guards_follow_sizes:
+        return None
+    return tuple(tuple(t.shape) for t in tensors[:len(compiled.exported.input_names)])
 
 
 def user_outputs(compiled: Compiled, outputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:

@@ -217,7 +217,7 @@ class ReferenceModule(torch.nn.Module):
             if state.sizes is None and exported.keyed_by_sizes:
                 state = state.keyed_by_sizes(tensors)
             graphs = graphs.recorded(dataclasses.replace(state, guard_values=exported.guard_values or None,
-                                                         length_guards=exported.unrolled))
+                                                         guard_kinds=exported.guard_kinds))
         if transition.build_gradient:
             compile_stage.build(self._compiled[self.training], state, trainable, tensors, self._options)
             self._counters.gradient_builds += 1
@@ -231,10 +231,10 @@ class ReferenceModule(torch.nn.Module):
         previous = self._graphs.built_for(self.training)
         if built is None or previous is None or previous.guard_values is None:
             return state
-        state = dataclasses.replace(state, guard_values=previous.guard_values, length_guards=previous.length_guards)
+        state = dataclasses.replace(state, guard_values=previous.guard_values, guard_kinds=previous.guard_kinds)
         if decide(previous, state, torch.is_grad_enabled()).export:
             return state
-        values = compile_stage.guard_values(built, [*tensors, *self._state_tensors(built)])
+        values = compile_stage.guard_values(built, [*tensors, *self._state_tensors(built)], previous.guard_values)
         return dataclasses.replace(state, guard_values=values)
 
     def _device(self) -> str:

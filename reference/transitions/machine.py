@@ -15,9 +15,10 @@ so another length re-exports and another batch size does not. Every graph fits o
 the calls with size 1 on the same axes (``unit_axes``: the trace cannot tell such an axis from one
 that broadcasts, and Python code may branch on ``size == 1``; :mod:`reference.export.exporter`):
 another pattern of ones re-exports, and any other sizes follow dynamically. A graph whose trace
-turned values into Python control flow (a mixture of experts' routing: which experts, how many)
-fits the calls that recompute the same values (``guard_values``, :mod:`reference.export.data_guards`):
-another value re-exports.
+turned values into Python control flow (a mixture of experts' routing: which experts, how many),
+or whose Python read a size (``if x.shape[0] > 2``, ``range(x.shape[0])``), fits the calls that
+recompute the same values (``guard_values``, :mod:`reference.export.data_guards`): another value
+re-exports, the reason naming the kind of the first guard that changed (``guard_kinds``).
 
 Graphs are cached per mode, like ORTModule's training and inference managers: returning to a mode
 whose graph is still valid reuses it, so alternating train/eval (validation every N steps) costs
@@ -44,9 +45,10 @@ SIZES_CHANGED = "input sizes changed (the graph is keyed by sizes: it returns Py
 LENGTH_CHANGED = "the length a recurrence was unrolled over changed (the graph holds one cell per step)"
 DATA_CHANGED = ("a value the trace turned into control flow changed (the graph is keyed by it: data-dependent "
                 "routing such as a mixture of experts' experts hit)")
+SIZE_READ_CHANGED = "a size the forward read into Python changed (the trace baked in its branch, count or value)"
 REUSED = "reuse: nothing changed"
 REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, UNIT_AXES_CHANGED, SIZES_CHANGED,
-           LENGTH_CHANGED, DATA_CHANGED,
+           LENGTH_CHANGED, SIZE_READ_CHANGED, DATA_CHANGED,
            INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
 
 
@@ -67,7 +69,7 @@ class GraphState:
     unit_axes: tuple | None = None           # per user tensor, its axes of size 1
     sizes: tuple | None = None               # per user tensor, where the graph returns Python values
     guard_values: tuple | str | None = None  # where the trace baked values in: the graph's guards for this call
-    length_guards: int = 0                   # the last guards are lengths recurrences were unrolled over
+    guard_kinds: tuple[str, ...] = ()        # per guard, what it holds: "value", "size" or "length"
 
     @classmethod
     def of_call(cls, module, tensors, schema: Schema, device: str, module_version: int = 0,
@@ -119,12 +121,17 @@ def decide(previous: GraphState | None, current: GraphState, grad_enabled: bool 
     return REUSE
 
 
+_GUARD_REASONS = {"value": DATA_CHANGED, "size": SIZE_READ_CHANGED, "length": LENGTH_CHANGED}
+
+
 def _guard_reason(previous: GraphState, current: GraphState) -> str:
-    """Which guards changed: only the unrolled lengths, or a value the trace turned into control flow."""
-    data = len(previous.guard_values) - previous.length_guards if isinstance(previous.guard_values, tuple) else 0
-    same_data = isinstance(current.guard_values, tuple) and previous.length_guards and \
-        previous.guard_values[:data] == current.guard_values[:data]
-    return LENGTH_CHANGED if same_data else DATA_CHANGED
+    """The kind of the first guard whose value changed; a guard graph that failed to run (a value
+    computed after another one's traced value) counts as a changed value."""
+    if not (isinstance(previous.guard_values, tuple) and isinstance(current.guard_values, tuple)):
+        return DATA_CHANGED
+    kinds = previous.guard_kinds or ("value",) * len(previous.guard_values)
+    changed = (kind for kind, before, now in zip(kinds, previous.guard_values, current.guard_values) if before != now)
+    return _GUARD_REASONS[next(changed, "value")]
 
 
 @dataclasses.dataclass(frozen=True)

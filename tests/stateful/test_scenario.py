@@ -2,6 +2,7 @@
 import dataclasses
 
 import pytest
+import torch
 
 from ortcheck import impls
 from ortcheck.impls import Options
@@ -111,3 +112,26 @@ def test_changed_axes_of_size_1_permit_a_re_export_and_other_sizes_do_not():
     unchanged = _stepped("unit_axes", ((1,),), ((1,),))  # (4, 1) then (7, 1): the same axes of size 1
     assert unchanged.mismatches(reexported) and not unchanged.mismatches(reused)
     assert _stepped("unit_axes", None, None).mismatches(reexported)  # not recorded: nothing permitted
+
+
+def test_a_size_the_forward_read_permits_a_re_export_where_its_decision_changes():
+    """``if x.shape[0] > 2`` recorded at batch 2: batch 3 may re-export, batch 2 again may not."""
+    from ortcheck.stateful.contract import SIZE_READ_CHANGED
+    from ortcheck.stateful.size_reads import size_reads
+
+    class Branch(torch.nn.Module):
+        def forward(self, x):
+            return x / x.shape[0] if x.shape[0] > 2 else x
+
+    def contract(*batches):
+        stepped = Contract()
+        for batch in batches:
+            x = torch.zeros(batch, 3)
+            stepped.forward(_call(size_reads=size_reads(Branch(), (x,), {}), tensors=(x,)))
+        return stepped
+
+    reexported, reused = _reexported_and_reused(SIZE_READ_CHANGED)
+    for observed in (reexported, reused):
+        assert contract(2, 3).mismatches(observed) == []
+    assert contract(3, 4).mismatches(reexported) and not contract(3, 4).mismatches(reused)
+    assert _stepped("size_reads", None, None).mismatches(reexported)  # not recorded: nothing permitted

@@ -6,7 +6,7 @@ import torch
 
 from reference import ReferenceModule
 from reference.export import data_guards
-from reference.transitions.machine import DATA_CHANGED, REUSED
+from reference.transitions.machine import DATA_CHANGED, REUSED, SIZE_READ_CHANGED
 
 EXPERTS, WIDTH = 4, 4
 
@@ -114,18 +114,75 @@ def test_the_guards_graph_reads_the_router_not_the_experts():
 
 
 class SizeBranch(torch.nn.Module):
-    """Branches on a size: sizes are dynamic axes, not guards."""
+    """Branches on a size (``if x.shape[0] > 2``): the trace bakes in the branch it took."""
 
     def forward(self, x):
         return x * 2 if x.shape[0] > 2 else x * 3
 
 
-def test_a_branch_on_a_size_is_no_guard():
+class SizeLoop(torch.nn.Module):
+    """Loops over the rows (``range(x.shape[0])``): the trace holds one step per traced row."""
+
+    def forward(self, x):
+        return torch.stack([x[i] * (i + 1) for i in range(x.shape[0])])
+
+
+@pytest.mark.parametrize("module, sizes, exports", [
+    (SizeBranch(), (4, 5, 3, 2, 1, 2), [1, 1, 1, 2, 3, 4]),  # 1: its axes of size 1 changed first
+    (SizeLoop(), (2, 2, 3, 5, 3), [1, 1, 2, 3, 4]),
+])
+def test_a_size_read_into_python_is_a_guard(module, sizes, exports):
+    """The graph re-exports where the Python that read a size would go another way, and only then."""
+    wrapped = ReferenceModule(module)
+    seen = []
+    for call, size in enumerate(sizes):
+        x = torch.randn(size, 2)
+        torch.testing.assert_close(wrapped(x), module(x))
+        seen.append(wrapped.counters().exports)
+        if call and seen[-1] > seen[-2] and 1 not in sizes[call - 1:call + 1]:
+            assert wrapped.counters().last_reason == SIZE_READ_CHANGED
+    assert seen == exports
+    assert set(wrapped._compiled[True].exported.guard_kinds) == {data_guards.SIZE}
+
+
+def test_guards_on_sizes_alone_run_only_when_the_sizes_change(monkeypatch):
     wrapped = ReferenceModule(SizeBranch())
     wrapped(torch.randn(4, 2))
+    session = wrapped._compiled[True].guard_session
+    runs = []
+    monkeypatch.setattr(session, "run", lambda feeds, run=session.run: runs.append(1) or run(feeds))
+    for size in (4, 4, 5, 5, 4):
+        wrapped(torch.randn(size, 2))
+    assert len(runs) == 2 and wrapped.counters().exports == 1
+
+
+class SizeOfNonzero(torch.nn.Module):
+    """A size of ``nonzero()``'s result follows values, not the input's sizes."""
+
+    def forward(self, x):
+        return x * 2 if x.nonzero().shape[0] > 2 else x * 3
+
+
+def test_a_size_computed_from_values_is_a_value_guard():
+    wrapped = ReferenceModule(SizeOfNonzero())
+    for row in ([1.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]):
+        x = torch.tensor(row)
+        torch.testing.assert_close(wrapped(x), SizeOfNonzero()(x))
+    assert wrapped._compiled[True].exported.guard_kinds == (data_guards.VALUE,)
+    assert wrapped.counters().exports == 2 and wrapped.counters().last_reason == REUSED
+
+
+class InstanceNorm(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.instance_norm(x)
+
+
+@pytest.mark.parametrize("norm", [torch.nn.BatchNorm1d(3), InstanceNorm()], ids=["batch", "instance"])
+def test_a_norms_check_against_a_batch_of_one_is_no_guard(norm):
+    """The norms refuse a batch (or plane) of 1 in Python; the graph's key (its axes of size 1) covers it."""
+    wrapped = ReferenceModule(norm)
+    wrapped(torch.randn(4, 3, 2))
     assert wrapped._compiled[True].exported.guard_values == ()
-    wrapped(torch.randn(5, 2))
-    assert wrapped.counters().exports == 1
 
 
 def test_a_cumulative_batch_norms_counter_is_no_guard():

@@ -28,7 +28,8 @@ def _run(exported, module, x, state):
     feeds = {exported.input_names[0]: x.numpy(),
              **{name: state[key].detach().numpy() for name, key in zip(exported.state_names, exported.state_keys)}}
     results = session.run(None, {name: value for name, value in feeds.items() if name in wanted})
-    written = dict(zip(exported.written_buffers, results[len(results) - len(exported.written_buffers):]))
+    end = len(results) - len(exported.guard_values)  # the written buffers come before the guards
+    written = dict(zip(exported.written_buffers, results[end - len(exported.written_buffers):end]))
     return torch.from_numpy(results[0]), {**state, **{key: torch.from_numpy(value) for key, value in written.items()}}
 
 

@@ -7,7 +7,7 @@ import torch
 
 from reference.nested_io import flatten
 from reference.transitions import REASONS, GraphState, Graphs, Transition, decide
-from reference.transitions.machine import (FIRST_FORWARD, MEMORY_OPTIONS_CHANGED, MODE_CHANGED, MODULE_CHANGED, REUSE, REUSED, LENGTH_CHANGED, DATA_CHANGED, SCHEMA_CHANGED, SIZES_CHANGED,
+from reference.transitions.machine import (FIRST_FORWARD, MEMORY_OPTIONS_CHANGED, MODE_CHANGED, MODULE_CHANGED, REUSE, REUSED, LENGTH_CHANGED, DATA_CHANGED, SIZE_READ_CHANGED, SCHEMA_CHANGED, SIZES_CHANGED,
                                            TRAINABLE_CHANGED, UNIT_AXES_CHANGED, unit_axes)
 
 
@@ -114,17 +114,21 @@ def test_every_reason_is_in_the_vocabulary():
         dataclasses.replace(BASE, module_version=1), state(inputs_grad=(False,)), state(trainable=(False, True)),
         dataclasses.replace(BASE, memory_options=(1, ())), dataclasses.replace(BASE, sizes=((3, 3),)),
         dataclasses.replace(BASE, guard_values=((2, 1),)), dataclasses.replace(BASE, unit_axes=((0,),)))}
-    unrolled = dataclasses.replace(BASE, guard_values=((1, 2), (5,)), length_guards=1)
-    seen.add(decide(unrolled, dataclasses.replace(unrolled, guard_values=((1, 2), (6,)))).reason)
+    guarded = dataclasses.replace(BASE, guard_values=((1, 2), (1,), (5,)), guard_kinds=("value", "size", "length"))
+    seen |= {decide(guarded, dataclasses.replace(guarded, guard_values=values)).reason
+             for values in (((1, 2), (1,), (6,)), ((1, 2), (0,), (5,)))}
     assert seen == set(REASONS)
 
 
-def test_a_changed_length_of_an_unrolled_recurrence_is_named_apart_from_a_changed_value():
-    unrolled = dataclasses.replace(BASE, guard_values=((1, 2), (5,)), length_guards=1)
-    assert decide(unrolled, dataclasses.replace(unrolled, guard_values=((1, 2), (6,)))).reason == LENGTH_CHANGED
-    assert decide(unrolled, dataclasses.replace(unrolled, guard_values=((1, 3), (5,)))).reason == DATA_CHANGED
-    assert decide(unrolled, dataclasses.replace(unrolled, guard_values="the guard graph failed")).reason == DATA_CHANGED
-    assert decide(unrolled, unrolled) == REUSE
+def test_the_reason_names_the_kind_of_the_first_guard_that_changed():
+    guarded = dataclasses.replace(BASE, guard_values=((1, 2), (1,), (5,)), guard_kinds=("value", "size", "length"))
+    def reason(*values):
+        return decide(guarded, dataclasses.replace(guarded, guard_values=values)).reason
+    assert reason((1, 2), (1,), (6,)) == LENGTH_CHANGED
+    assert reason((1, 2), (0,), (6,)) == SIZE_READ_CHANGED
+    assert reason((1, 3), (0,), (6,)) == DATA_CHANGED
+    assert decide(guarded, dataclasses.replace(guarded, guard_values="the guard graph failed")).reason == DATA_CHANGED
+    assert decide(guarded, guarded) == REUSE
 
 
 def test_a_graph_returning_python_values_follows_the_input_sizes():
