@@ -18,45 +18,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
+from ortcheck.checks.one_op import check_one_op
 from ortcheck.impls import Capability
 from ortcheck.strategies.ops import Input, OpCase, op_cases, parameters
 
 pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 
 
-class OneOp(torch.nn.Module):
-    """A module whose forward is one catalogue op on its inputs (attributes baked in)."""
-
-    def __init__(self, case):
-        super().__init__()
-        self.case = case
-
-    def forward(self, *inputs):
-        return self.case.call(*inputs)
-
-
-def _as_tuple(outputs):
-    return outputs if isinstance(outputs, tuple) else (outputs,)
-
-
 def check_case(impl, options, case: OpCase, seed: int) -> None:
     """One case through ``impl`` and the oracle's runs: outputs, then every input gradient."""
-    modules = module_runs(OneOp(case), impl.wrap(OneOp(case), options), seed)
-    inputs = input_runs(case.make_inputs(seed, options.device), seed)
-    outputs = {run: _as_tuple(modules[run](*inputs[run])) for run in RUNS}
-    assert_matches_oracle(outputs, path=f"{case.op} outputs")
-    flags = [o.requires_grad for o in outputs["eager"]]
-    assert [o.requires_grad for o in outputs["actual"]] == flags, "outputs requiring grad differ from eager's"
-
-    generator = torch.Generator().manual_seed(seed)
-    differentiable = [i for i, needs in enumerate(flags) if needs]
-    cotangents = input_runs(tuple(torch.randn(outputs["eager"][i].shape, generator=generator, dtype=torch.float64)
-                                  for i in differentiable), seed + 1, options.device)
-    for run in RUNS:
-        chosen = [outputs[run][i] for i in differentiable]
-        torch.autograd.backward(chosen, [c.to(o.dtype) for c, o in zip(cotangents[run], chosen)])
-    assert_matches_oracle({run: tuple(t.grad for t in inputs[run]) for run in RUNS}, path=f"{case.op} input grads")
+    check_one_op(impl, options, case.call, case.make_inputs(seed, options.device), seed, case.op)
 
 
 def _examples() -> settings:

@@ -1,4 +1,4 @@
-"""Gradient rules, one op type per ``op_<optype>.py`` module; importing this package registers them all."""
+"""Gradient rules, one op type per ``op_<optype>.py`` module (ops sharing one rule: ``zero_gradient.py``, ``non_differentiable.py``); importing this package registers them all."""
 import importlib
 import pkgutil
 

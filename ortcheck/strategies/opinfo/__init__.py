@@ -1,0 +1,158 @@
+"""PyTorch's own OpInfo database as one-op cases for pipelines (issue 39, item 2).
+
+The hand-written catalogue (:mod:`ortcheck.strategies.ops`) covers the ops transformer training
+uses; PyTorch's ``op_db`` covers ~500 more, with samples its authors chose to reach each op's
+edges. A sample (``op(sample.input, *sample.args, **sample.kwargs)``) becomes a module whose
+*inputs are its tensors* (also tensors inside lists: ``cat``, ``stack``, ``index_put``) and whose
+other arguments are baked into the call: a pipeline exports tensors as graph inputs and constants
+as attributes, so this is how a user's model would hand it the same call.
+
+The call goes through ``op.gradcheck_wrapper`` and ``sample.output_process_fn_grad`` as PyTorch's
+own gradient tests do: they make gradients well defined (a hermitian input symmetrized, an
+eigenvector's sign dropped), so a mismatch is the pipeline's, not the sample's. Outputs are
+flattened to a tuple of tensors, the shape ``check_case`` of ``suites/test_op_grads.py`` judges.
+
+``op_db`` is private API (``torch.testing._internal``, needs ``expecttest``): it is imported on
+first use only, so nothing else of the harness depends on it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Iterator
+
+import torch
+
+from ortcheck.nested import children, map_leaves
+
+SCOPE_DTYPES = (torch.float32, torch.float64)
+# In op_db's autograd scope but not checkable as a one-op module; id -> why.
+EXCLUDED = {
+    "sparse.sampled_addmm": "sparse CSR inputs: not exportable, and the oracle's runs can't copy or compare them",
+    "sparse.mm.reduce": "sparse CSR inputs: not exportable, and the oracle's runs can't copy or compare them",
+    "as_strided.partial_views": "reads storage outside its input view: a lifted input is a fresh tensor without it",
+    "to_sparse": "a sparse output: the oracle's runs can't copy or compare it (eager itself fails the check)",
+}
+
+
+def op_id(op) -> str:
+    """Stable id of an OpInfo: its name, and its variant's (one name can have several variants)."""
+    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+
+
+@functools.lru_cache(maxsize=1)
+def in_scope() -> dict[str, Any]:
+    """The OpInfos a pipeline must train through on CPU: autograd supported, float32 and float64
+    supported (the oracle recomputes in float64), keyed by :func:`op_id` in ``op_db``'s order;
+    less :data:`EXCLUDED`."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    chosen = {}
+    for op in op_db:
+        if (op.supports_autograd and set(SCOPE_DTYPES) <= set(op.supported_dtypes("cpu"))
+                and op_id(op) not in EXCLUDED):
+            chosen.setdefault(op_id(op), op)
+    return chosen
+
+
+def ids() -> list[str]:
+    """The in-scope op ids (an ImportError naming what to install where ``op_db`` cannot be imported)."""
+    try:
+        return list(in_scope())
+    except ImportError as error:
+        raise ImportError(f"the OpInfo suite needs torch's op_db, which imports expecttest "
+                          f"(pip install expecttest; pinned in pyproject.toml's test extra): {error}") from error
+
+
+class _Slot:
+    """Where the module's ``index``-th input goes in the baked call (not a dataclass: the nested
+    walk would open it)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"_Slot({self.index})"
+
+
+def draws_random(op) -> bool:
+    """Whether the op draws random numbers (dropout, rrelu, bernoulli, ...). ``op_db`` reseeds torch
+    inside such calls (``wrapper_set_seed``), so eager is repeatable but a pipeline drawing with its
+    own generator can't match it: a mismatch there is expected, not a wrong value."""
+    return "wrapper_set_seed" in getattr(getattr(op.op, "__code__", None), "co_names", ())
+
+
+@dataclasses.dataclass
+class OpInfoCase:
+    """One sample of one OpInfo: ``module()`` computes it, ``inputs()`` are its tensors."""
+
+    id: str
+    op: Any
+    sample: Any
+    template: tuple  # (input, args, kwargs) with every tensor replaced by a _Slot
+    tensors: tuple[torch.Tensor, ...]
+
+    def module(self) -> torch.nn.Module:
+        return OpInfoModule(self)
+
+    def inputs(self, device: str = "cpu") -> tuple[torch.Tensor, ...]:
+        """Fresh leaves with the sample's values; floating ones keep the sample's requires_grad."""
+        return tuple(t.detach().to(device, copy=True).requires_grad_(t.requires_grad and t.is_floating_point())
+                     for t in self.tensors)
+
+    def call(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        first, args, kwargs = map_leaves(self.template, lambda v: inputs[v.index] if isinstance(v, _Slot) else v)
+        out = self.op.gradcheck_wrapper(self.op.op, first, *args, **kwargs)
+        return tuple(_tensor_leaves(self.sample.output_process_fn_grad(out)))
+
+
+class OpInfoModule(torch.nn.Module):
+    """A module whose forward is one OpInfo sample's call on its inputs (attributes baked in)."""
+
+    def __init__(self, case: OpInfoCase):
+        super().__init__()
+        self.case = case
+
+    def forward(self, *inputs):
+        return self.case.call(*inputs)
+
+
+def case(key: str, op, sample) -> OpInfoCase:
+    """Lift a SampleInput's tensors out as inputs; the same tensor twice is one input (its gradient
+    accumulates over both uses, as in eager)."""
+    tensors: list[torch.Tensor] = []
+    seen: dict[int, int] = {}
+
+    def lift(value):
+        if not isinstance(value, torch.Tensor):
+            return value
+        if id(value) not in seen:
+            seen[id(value)] = len(tensors)
+            tensors.append(value)
+        return _Slot(seen[id(value)])
+
+    template = map_leaves((sample.input, tuple(sample.args), dict(sample.kwargs)), lift)
+    return OpInfoCase(key, op, sample, template, tuple(tensors))
+
+
+def cases(key: str, dtype: torch.dtype = torch.float32, limit: int | None = None,
+          device: str = "cpu") -> Iterator[OpInfoCase]:
+    """The first ``limit`` samples of OpInfo ``key`` (``op_db`` seeds each sample itself)."""
+    op = in_scope()[key]
+    for index, sample in enumerate(op.sample_inputs(device, dtype, requires_grad=True)):
+        if limit is not None and index >= limit:
+            return
+        yield case(key, op, sample)
+
+
+def _tensor_leaves(value: Any) -> list[torch.Tensor]:
+    pairs = children(value)
+    if pairs is None:
+        return [value] if isinstance(value, torch.Tensor) else []
+    return [t for _, child in pairs for t in _tensor_leaves(child)]
+
+
+__all__ = ["EXCLUDED", "ids", "OpInfoCase", "OpInfoModule", "SCOPE_DTYPES", "case", "cases", "draws_random", "in_scope",
+           "op_id"]

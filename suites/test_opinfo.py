@@ -1,0 +1,52 @@
+"""Property: every op of PyTorch's own OpInfo database (``op_db``) with autograd support trains
+through the implementation as in eager, sample by sample: outputs, which of them require grad,
+and the gradient of every input requiring it, by the float64 oracle (``check_one_op``, as the hand
+catalogue of ``test_op_grads.py``).
+
+The samples are PyTorch's (``op.sample_inputs``, edge cases included), not ours: coverage is
+measured against torch's universe of ops, not a list we wrote (issue 39). Each op is one test; its
+first samples run in order (3 under ``dev`` and ``ci``, 30 under ``nightly``), generated after
+seeding torch, so a verdict does not depend on the hypothesis seed. An op that draws random
+numbers (dropout, rrelu, bernoulli: ``draws_random``) is judged on what its samples fix (shapes,
+dtypes, which outputs require grad), not its values: a pipeline draws with its own generator, and
+``test_dropout.py`` judges the distributions. An op a pipeline refuses, or computes wrongly, is a
+finding in that implementation's manifest, recorded per failure class; ops not checkable as one
+call are excluded with their reason (``ortcheck.strategies.opinfo.EXCLUDED``). The coverage table:
+``ortcheck opinfo-coverage`` (docs/opinfo.md).
+"""
+import pytest
+import torch
+from hypothesis import settings
+
+from ortcheck.checks import module_runs
+from ortcheck.checks.one_op import OneOp, check_one_op
+from ortcheck.impls import Capability
+from ortcheck.strategies import opinfo
+
+pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+
+
+def _samples() -> int:
+    """3% of the profile's examples (dev and ci: 3, nightly: 30), at least 3."""
+    return max(3, int(settings().max_examples * 0.03))
+
+
+def _judge_shapes(impl, options, case, label: str) -> None:
+    """A random op: what its sample fixes, not the values it draws."""
+    modules = module_runs(OneOp(case.call), impl.wrap(OneOp(case.call), options))
+    outputs = {run: modules[run](*case.inputs(options.device)) for run in ("actual", "eager")}
+    seen, wanted = ([(tuple(o.shape), o.dtype, o.requires_grad) for o in outputs[run]] for run in ("actual", "eager"))
+    assert seen == wanted, f"{label}: outputs (shape, dtype, requires grad) {seen} where eager gives {wanted}"
+
+
+@pytest.mark.parametrize("op", opinfo.ids())
+def test_opinfo_samples_train_like_eager(impl, options, op):
+    torch.manual_seed(0)
+    random = opinfo.draws_random(opinfo.in_scope()[op])
+    for index, case in enumerate(opinfo.cases(op, torch.float32, _samples(), options.device)):
+        label = f"{op} sample {index}"
+        if random:
+            _judge_shapes(impl, options, case, label)
+        else:
+            check_one_op(impl, options, case.call, case.inputs(options.device), index, label)
+
