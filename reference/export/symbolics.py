@@ -20,7 +20,8 @@
   broadcast to its shape.
 
 torch.nn layers the exporter refuses outright have theirs in :mod:`reference.export.layer_symbolics`
-and :mod:`reference.export.more_layer_symbolics`.
+and :mod:`reference.export.more_layer_symbolics`; ops torch's OpInfo samples found exported wrong, in
+:mod:`reference.export.op_symbolics`.
 
 Registration is scoped (:func:`registered`): a user's own ``torch.onnx.export`` calls are left alone.
 """
@@ -36,6 +37,7 @@ from torch.onnx import symbolic_helper, symbolic_opset11
 from reference.export.detach import detach
 from reference.export.layer_symbolics import LAYER_SYMBOLICS
 from reference.export.more_layer_symbolics import MORE_LAYER_SYMBOLICS
+from reference.export.op_symbolics import OP_SYMBOLICS
 from reference.export.python_calls import python_op
 
 try:
@@ -133,7 +135,7 @@ def bincount(g, x, weights, minlength):
 SYMBOLICS = {"aten::diff": (diff, 11), "aten::bincount": (bincount, 18), "aten::softplus": (softplus, 9), "aten::gelu": (gelu, 20),
              "aten::cumsum": (cumsum, 11), "aten::copy": (copy, 9), "aten::detach": (detach, 9),
              "prim::PythonOp": (python_op, 1),
-             **LAYER_SYMBOLICS, **MORE_LAYER_SYMBOLICS}  # each with the lowest opset its ops exist in
+             **LAYER_SYMBOLICS, **MORE_LAYER_SYMBOLICS, **OP_SYMBOLICS}  # each with the lowest opset its ops exist in
 
 
 @contextlib.contextmanager

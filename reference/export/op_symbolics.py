@@ -1,0 +1,65 @@
+"""Symbolics for ops torch's TorchScript exporter gets silently wrong, found by torch's own OpInfo
+samples (``suites/test_opinfo.py``). Each follows ATen's formula:
+
+- ``aten::log10``: ``log(x) / ln 10`` with a 0-d divisor (torch's divides by a constant of shape
+  ``[1]``, which turns a 0-d input into shape ``(1,)``);
+- ``aten::nan_to_num``: NaN, +inf and -inf replaced by 0-d values of the input's dtype (torch's
+  ``[1]``-shaped replacements: the same shape slip);
+- ``aten::avg_pool2d`` / ``avg_pool3d``: ``divisor_override`` kept (torch's drops it, so the graph
+  averages over the window where eager sums and divides by the override): the window's sum is the
+  average counting padding times the window's size, exact where no window is clipped (without
+  ``ceil_mode``; with it, refused by name);
+- ``aten::cdist`` with ``p = 0`` (the count of differing coordinates): refused by name (torch's
+  returns inf), every other ``p`` left to torch's symbolic.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.onnx import symbolic_helper
+
+from reference.export.layer_symbolics import _dtype, _scalar
+
+
+def log10(g, x):
+    return g.op("Div", g.op("Log", x), _scalar(g, math.log(10.0), x))
+
+
+@symbolic_helper.parse_args("v", "f", "f", "f")
+def nan_to_num(g, x, nan, posinf, neginf):
+    if not symbolic_helper._is_fp(x):
+        return x  # integers hold no NaN or inf
+    finfo = torch.finfo(_dtype(x))
+    out = g.op("Where", g.op("IsNaN", x), _scalar(g, 0.0 if nan is None else nan, x), x)
+    out = g.op("Where", g.op("IsInf", out, detect_negative_i=0), _scalar(g, finfo.max if posinf is None else posinf, x), out)
+    return g.op("Where", g.op("IsInf", out, detect_positive_i=0), _scalar(g, finfo.min if neginf is None else neginf, x), out)
+
+
+def _avg_pool(dims: int):
+    @symbolic_helper.parse_args("v", "is", "is", "is", "i", "i", "v")
+    def avg_pool(g, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+        kernel = list(kernel) * dims if len(kernel) == 1 else list(kernel)
+        stride = kernel if not stride else list(stride) * dims if len(stride) == 1 else list(stride)
+        padding = list(padding) * dims if len(padding) == 1 else list(padding)
+        divisor = None if symbolic_helper._is_none(divisor_override) else symbolic_helper._get_const(
+            divisor_override, "i", "divisor_override")
+        if divisor is not None and ceil_mode:
+            return symbolic_helper._onnx_unsupported(f"avg_pool{dims}d with divisor_override and ceil_mode", x)
+        pooled = g.op("AveragePool", x, ceil_mode_i=ceil_mode, count_include_pad_i=int(bool(count_include_pad) or divisor is not None),
+                      kernel_shape_i=kernel, pads_i=padding * 2, strides_i=stride)
+        return pooled if divisor is None else g.op("Mul", pooled, _scalar(g, math.prod(kernel) / divisor, x))
+
+    return avg_pool
+
+
+def cdist(g, x1, x2, p=2.0, compute_mode=None):
+    if symbolic_helper._parse_arg(p, "f") == 0.0:
+        return symbolic_helper._onnx_unsupported("aten::cdist with p=0 (a count of differing coordinates)", x1)
+    from torch.onnx import symbolic_opset9  # torch's own for every other p
+
+    return symbolic_opset9.cdist(g, x1, x2, p, compute_mode)
+
+
+OP_SYMBOLICS = {"aten::log10": (log10, 9), "aten::nan_to_num": (nan_to_num, 10),
+                "aten::avg_pool2d": (_avg_pool(2), 11), "aten::avg_pool3d": (_avg_pool(3), 11), "aten::cdist": (cdist, 9)}
