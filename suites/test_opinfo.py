@@ -1,7 +1,7 @@
 """Property: every op of PyTorch's own OpInfo database (``op_db``) with autograd support trains
 through the implementation as in eager, sample by sample: outputs, which of them require grad,
 and the gradient of every input requiring it, by the float64 oracle (``check_one_op``, as the hand
-catalogue of ``test_op_grads.py``).
+catalogue of ``test_op_grads.py``), in float32 and float64.
 
 The samples are PyTorch's (``op.sample_inputs``, edge cases included), not ours: coverage is
 measured against torch's universe of ops, not a list we wrote (issue 39). Each op is one test; its
@@ -39,11 +39,12 @@ def _judge_shapes(impl, options, case, label: str) -> None:
     assert seen == wanted, f"{label}: outputs (shape, dtype, requires grad) {seen} where eager gives {wanted}"
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("op", opinfo.ids())
-def test_opinfo_samples_train_like_eager(impl, options, op):
+def test_opinfo_samples_train_like_eager(impl, options, op, dtype):
     torch.manual_seed(0)
     random = opinfo.draws_random(opinfo.in_scope()[op])
-    for index, case in enumerate(opinfo.cases(op, torch.float32, _samples(), options.device)):
+    for index, case in enumerate(opinfo.cases(op, getattr(torch, dtype), _samples(), options.device)):
         label = f"{op} sample {index}"
         if random:
             _judge_shapes(impl, options, case, label)
