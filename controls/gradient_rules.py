@@ -37,7 +37,7 @@ class WhereGradToWrongBranch(_RuleReplaced):
     op_type = "Where"
     rule = staticmethod(_where_x_to_the_wrong_branch)
     caught_by = (_op_grads("where_grad_to_wrong_branch", "where"),
-                 "suites/test_opinfo.py::test_opinfo_samples_train_like_eager[where_grad_to_wrong_branch-where]")
+                 "suites/test_opinfo.py::test_opinfo_samples_train_like_eager[where_grad_to_wrong_branch-where-float32]")
     missed_by = ("suites/test_grad_parity.py::test_outputs_loss_and_gradients_match_eager",
                  _op_grads("where_grad_to_wrong_branch", "masked_fill"))
 
@@ -106,7 +106,7 @@ class TanhGradWithoutSquare(_RuleReplaced):
     op_type = "Tanh"
     rule = staticmethod(_tanh_without_the_square)
     caught_by = (_op_grads("tanh_grad_without_square", "tanh"),
-                 "suites/test_opinfo.py::test_opinfo_samples_train_like_eager[tanh_grad_without_square-tanh]")
+                 "suites/test_opinfo.py::test_opinfo_samples_train_like_eager[tanh_grad_without_square-tanh-float32]")
 
 
 # The controls that break one op (its gradient rule), for the localizer's tests.

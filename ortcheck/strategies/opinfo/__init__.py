@@ -13,10 +13,14 @@ eigenvector's sign dropped), so a mismatch is the pipeline's, not the sample's. 
 flattened to a tuple of tensors, the shape ``check_case`` of ``suites/test_op_grads.py`` judges.
 
 ``op_db`` is private API (``torch.testing._internal``, needs ``expecttest``): it is imported on
-first use only, so nothing else of the harness depends on it.
+first use only, so nothing else of the harness depends on it, and what its import changes in the
+process is undone (:func:`_import_side_effects_undone`): it registers hypothesis profiles of its own
+under our names and loads one (every later property in the process would run torch's 10 examples),
+freezes ``torch.backends`` flags and wraps TorchScript calls.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from typing import Any, Iterator
@@ -45,7 +49,8 @@ def in_scope() -> dict[str, Any]:
     """The OpInfos a pipeline must train through on CPU: autograd supported, float32 and float64
     supported (the oracle recomputes in float64), keyed by :func:`op_id` in ``op_db``'s order;
     less :data:`EXCLUDED`."""
-    from torch.testing._internal.common_methods_invocations import op_db
+    with _import_side_effects_undone():
+        from torch.testing._internal.common_methods_invocations import op_db
 
     chosen = {}
     for op in op_db:
@@ -53,6 +58,26 @@ def in_scope() -> dict[str, Any]:
                 and op_id(op) not in EXCLUDED):
             chosen.setdefault(op_id(op), op)
     return chosen
+
+
+@contextlib.contextmanager
+def _import_side_effects_undone() -> Iterator[None]:
+    """The process as it was before ``torch.testing._internal`` was imported inside: hypothesis'
+    profiles and the loaded one, ``torch.backends``' flag mutability, TorchScript's call methods."""
+    from hypothesis import settings
+
+    profiles, current = dict(settings._profiles), settings._current_profile
+    frozen = torch.backends.flags_frozen()
+    script_calls = torch._C.ScriptFunction.__call__, torch._C.ScriptMethod.__call__
+    try:
+        yield
+    finally:
+        settings._profiles.clear()
+        settings._profiles.update(profiles)
+        if current is not None:
+            settings.load_profile(current)
+        torch.backends.flags_frozen.__globals__["__allow_nonbracketed_mutation_flag"] = not frozen  # no setter
+        torch._C.ScriptFunction.__call__, torch._C.ScriptMethod.__call__ = script_calls
 
 
 def ids() -> list[str]:

@@ -11,8 +11,8 @@ from reference.autodiff import UnsupportedOpError
 from reference.module import ReferenceModule
 
 
-class WithSin(torch.nn.Module):
-    """Sin has no gradient rule: the gradient build must fail and name it."""
+class WithAtan(torch.nn.Module):
+    """Atan has no gradient rule: the gradient build must fail and name it."""
 
     def __init__(self):
         super().__init__()
@@ -20,7 +20,7 @@ class WithSin(torch.nn.Module):
         self.note = "kept"
 
     def forward(self, x):
-        return torch.sin(self.linear(x))
+        return torch.atan(self.linear(x))
 
 
 def mlp():
@@ -29,7 +29,7 @@ def mlp():
 
 
 def test_state_dict_parameters_and_attributes_pass_through():
-    module = WithSin()
+    module = WithAtan()
     wrapped = ReferenceModule(module)
     assert list(wrapped.state_dict()) == list(module.state_dict())
     assert [n for n, _ in wrapped.named_parameters()] == [n for n, _ in module.named_parameters()]
@@ -69,16 +69,16 @@ def test_eval_mode_reexports_without_dropout_and_matches_eager():
 
 
 def test_unsupported_op_raises_naming_op_and_node_when_fallback_disabled():
-    wrapped = ReferenceModule(WithSin(), Options(fallback="disable"))
-    with pytest.raises(UnsupportedOpError, match=r"Sin.*node"):
+    wrapped = ReferenceModule(WithAtan(), Options(fallback="disable"))
+    with pytest.raises(UnsupportedOpError, match=r"Atan.*node"):
         wrapped(torch.randn(2, 3, requires_grad=True))
 
 
 def test_auto_fallback_warns_counts_and_matches_eager():
-    module = WithSin()
+    module = WithAtan()
     wrapped = ReferenceModule(copy.deepcopy(module), Options(fallback="auto"))
     x = torch.randn(2, 3, requires_grad=True)
-    with pytest.warns(RuntimeWarning, match="falls back to eager.*Sin"):
+    with pytest.warns(RuntimeWarning, match="falls back to eager.*Atan"):
         out = wrapped(x)
     torch.testing.assert_close(out, module(x))
     with warnings.catch_warnings():
