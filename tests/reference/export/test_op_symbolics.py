@@ -3,17 +3,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from ortcheck.checks.one_op import OneOp
 from reference import ReferenceModule
 from reference.export.errors import ExportError
-
-
-class Call(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *inputs):
-        return self.fn(*inputs)
 
 
 @pytest.mark.parametrize("fn, shape", [
@@ -26,7 +18,7 @@ class Call(torch.nn.Module):
 def test_outputs_shapes_and_gradients_are_eagers(fn, shape):
     x = (torch.rand(shape) + 0.5).requires_grad_()  # float32: onnxruntime's CPU AveragePool has no float64 kernel
     mine = x.detach().clone().requires_grad_()
-    expected, actual = fn(x), ReferenceModule(Call(fn))(mine)
+    expected, actual = fn(x), ReferenceModule(OneOp(fn))(mine)
     torch.testing.assert_close(actual, expected)
     expected.sum().backward(), actual.sum().backward()
     torch.testing.assert_close(mine.grad, x.grad)
@@ -38,4 +30,4 @@ def test_outputs_shapes_and_gradients_are_eagers(fn, shape):
 ])
 def test_forms_torch_computes_wrongly_are_refused_by_name(fn, named):
     with pytest.raises(ExportError, match=named):
-        ReferenceModule(Call(fn))(torch.rand(1, 2, 5, 5, requires_grad=True))
+        ReferenceModule(OneOp(fn))(torch.rand(1, 2, 5, 5, requires_grad=True))
