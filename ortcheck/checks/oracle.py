@@ -36,6 +36,15 @@ LOG_ENV = "ORTCHECK_ORACLE_LOG"  # a path: every tensor comparison appends one J
 
 # ---- the comparison ------------------------------------------------------------------------------
 
+class OracleError(AssertionError):
+    """A value beyond the oracle's bound; ``verdict`` says by how much (a check of several samples
+    reports its worst one: the margin by which it would still fail on another CPU)."""
+
+    def __init__(self, verdict: "Verdict"):
+        super().__init__(verdict.message())
+        self.verdict = verdict
+
+
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """One floating tensor judged: its worst element and the numbers the bound came from."""
@@ -61,6 +70,11 @@ class Verdict:
     @property
     def ok(self) -> bool:
         return self.impl_error <= self.bound
+
+    @property
+    def margin(self) -> float:
+        """Error over bound: above 1 it fails, and by this factor."""
+        return self.impl_error / self.bound if self.bound else float("inf")
 
     @property
     def ratio(self) -> float:
@@ -126,7 +140,7 @@ def assert_tensor_matches_oracle(runs: Mapping[str, torch.Tensor], path: str = "
         return
     verdict = judge(runs, path)
     if verdict is not None and not verdict.ok:
-        raise AssertionError(verdict.message())
+        raise OracleError(verdict)
 
 
 def assert_matches_oracle(runs: Mapping[str, Any], path: str = "output") -> None:
@@ -169,7 +183,7 @@ def assert_curve_matches_oracle(runs: Mapping[str, Sequence[float]], what: str =
     """Every step of a metric's curve within the oracle's bound (see :func:`curve_verdicts`)."""
     for verdict in curve_verdicts(runs, what):
         if not verdict.ok:
-            raise AssertionError(verdict.message())
+            raise OracleError(verdict)
 
 
 def _zip_leaves(runs: Mapping[str, Any], path: str):

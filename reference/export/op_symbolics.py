@@ -9,6 +9,9 @@ samples (``suites/test_opinfo.py``). Each follows ATen's formula:
   averages over the window where eager sums and divides by the override): the window's sum is the
   average counting padding times the window's size, exact where no window is clipped (without
   ``ceil_mode``; with it, refused by name);
+- ``aten::normal``: one draw per element of the tensor operand, in its dtype (torch's draws
+  ``RandomNormalLike`` of the *mean*: a number mean gave one value shared by every element, in
+  float64), and draws of a given size in the dtype asked (torch's: float64);
 - ``aten::cdist`` with ``p = 0`` (the count of differing coordinates): refused by name (torch's
   returns inf), every other ``p`` left to torch's symbolic.
 """
@@ -19,7 +22,7 @@ import math
 import torch
 from torch.onnx import symbolic_helper
 
-from reference.export.layer_symbolics import _dtype, _scalar
+from reference.export.layer_symbolics import _cast_like, _dtype, _scalar, _type_utils
 
 
 def log10(g, x):
@@ -61,5 +64,24 @@ def cdist(g, x1, x2, p=2.0, compute_mode=None):
     return symbolic_opset9.cdist(g, x1, x2, p, compute_mode)
 
 
+def normal(g, mean, std, *rest):
+    """``mean + std * N(0, 1)`` drawn like the broadcast of both, in the tensor operand's dtype
+    (both tensors: their promoted dtype, as the tracer recorded for the output)."""
+    from torch.onnx import symbolic_opset11
+
+    if len(rest) > 1:  # normal(float, float, size, dtype=...): torch's draws the size, in float64 whatever dtype says
+        dtype = symbolic_helper._maybe_get_const(rest[2], "i")
+        dtype = torch.get_default_dtype() if symbolic_helper._is_none(rest[2]) else _type_utils.JitScalarType(dtype).dtype()
+        return g.op("Cast", symbolic_opset11.normal(g, mean, std, *rest),
+                    to_i=_type_utils.JitScalarType.from_dtype(dtype).onnx_type())
+    tensors = [v for v in (mean, std) if v.type().kind() == "TensorType" and not symbolic_helper._is_constant(v)]
+    like = tensors[0] if len(tensors) == 1 else g.op("Add", mean, std)
+    mean, std = (v if v in tensors else _cast_like(g, v, like) for v in (mean, std))
+    if len(tensors) == 1:
+        like = g.op("Add", mean, std)  # the broadcast shape of both
+    return g.op("Add", g.op("Mul", g.op("RandomNormalLike", like), std), mean)
+
+
 OP_SYMBOLICS = {"aten::log10": (log10, 9), "aten::nan_to_num": (nan_to_num, 10),
-                "aten::avg_pool2d": (_avg_pool(2), 11), "aten::avg_pool3d": (_avg_pool(3), 11), "aten::cdist": (cdist, 9)}
+                "aten::avg_pool2d": (_avg_pool(2), 11), "aten::avg_pool3d": (_avg_pool(3), 11), "aten::cdist": (cdist, 9),
+                "aten::normal": (normal, 11)}

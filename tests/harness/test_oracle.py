@@ -1,9 +1,10 @@
 """The float64 oracle's bound (ortcheck/checks/oracle.py) on hand-made runs."""
 import math
 
+import pytest
 import torch
 
-from ortcheck.checks.oracle import FACTOR, judge
+from ortcheck.checks.oracle import FACTOR, OracleError, assert_tensor_matches_oracle, judge
 
 
 def runs(actual, exact=(1.0, 2.0), nudged_exact=(1.0, 2.0)):
@@ -24,3 +25,12 @@ def test_a_non_finite_nudged_run_bounds_nothing_instead_of_everything():
     verdict = judge(runs([1.0, 2.5], nudged_exact=(1.0, math.inf)))
     assert math.isfinite(verdict.bound) and verdict.bound < 0.5 / FACTOR
     assert not verdict.ok
+
+
+def test_a_value_beyond_the_bound_raises_by_how_much():
+    """The margin is what a multi-sample check reports its worst sample by (test_opinfo.py)."""
+    verdict = judge(runs([1.0, 2.5]))
+    assert verdict.margin == pytest.approx(verdict.impl_error / verdict.bound) and verdict.margin > 1
+    with pytest.raises(OracleError, match=r"implementation error \S+ > bound") as raised:
+        assert_tensor_matches_oracle(runs([1.0, 2.5]))
+    assert isinstance(raised.value, AssertionError) and raised.value.verdict.margin == verdict.margin

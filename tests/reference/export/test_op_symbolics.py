@@ -31,3 +31,29 @@ def test_outputs_shapes_and_gradients_are_eagers(fn, shape):
 def test_forms_torch_computes_wrongly_are_refused_by_name(fn, named):
     with pytest.raises(ExportError, match=named):
         ReferenceModule(OneOp(fn))(torch.rand(1, 2, 5, 5, requires_grad=True))
+
+
+@pytest.mark.parametrize("fn, mean, std", [
+    (lambda s: torch.normal(0.5, s), 0.5, lambda s: s),
+    (lambda m: torch.normal(m, 2.0), lambda m: m, 2.0),
+    (lambda m: torch.normal(m, m + 1.0), lambda m: m, lambda m: m + 1.0),
+])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_normal_draws_every_element_in_the_operands_dtype(fn, mean, std, dtype):
+    """A number mean once gave one draw shared by every element, in float64."""
+    torch.manual_seed(0)
+    x = torch.rand(400, 500, dtype=dtype, requires_grad=True)
+    drawn = ReferenceModule(OneOp(fn))(x).detach()
+    assert (drawn.dtype, drawn.shape) == (dtype, x.shape)
+    mean, std = (v(x.detach()) if callable(v) else torch.full_like(x, v) for v in (mean, std))
+    z = (drawn - mean) / std  # standard normal where the draws are right: 2e5 of them
+    assert z.unique().numel() > z.numel() // 2
+    assert abs(z.mean().item()) < 0.02 and abs(z.std().item() - 1) < 0.02
+
+
+@pytest.mark.parametrize("dtype", [None, torch.float32, torch.float64])
+def test_normal_of_a_size_is_in_the_dtype_asked(dtype):
+    """torch's symbolic drew ``normal(0, 1, size)`` in float64 whatever the dtype."""
+    fn = lambda x: x.detach() + torch.normal(0.0, 1.0, (2, 3), dtype=dtype)
+    x = torch.rand(3, requires_grad=True)
+    assert ReferenceModule(OneOp(fn))(x).dtype == fn(x).dtype
