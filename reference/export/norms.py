@@ -15,7 +15,8 @@ is ``1 / num_batches_tracked`` of the counter the module has just incremented, a
 averages its per-sample updates over the batch. The output is normalised in float64 and rounded
 once (at least as accurate as eager's). Every InstanceNorm using its input's statistics goes this
 way (torch's symbolic refuses one without weight for a dynamic channel axis). Statistics from the
-running buffers (eval) stay torch's ``BatchNormalization``, with ones and zeros for a missing weight
+running buffers (eval) stay torch's ``BatchNormalization`` (in float64 plain ops: its ``epsilon`` is a
+float32 attribute), with ones and zeros for a missing weight
 and bias (for the same reason).
 """
 from __future__ import annotations
@@ -74,6 +75,10 @@ def _instance_norm(x, running_mean=None, running_var=None, weight=None, bias=Non
 def _from_running_statistics(x, running_mean, running_var, weight, bias, eps):
     weight = torch.ones_like(running_var) if weight is None else weight
     bias = torch.zeros_like(running_mean) if bias is None else bias
+    if x.dtype == torch.float64:  # BatchNormalization's epsilon is a float32 attribute: 1e-5 off by 2.5e-13
+        channel = [-1, *[1] * (x.dim() - 2)]
+        scale = weight.reshape(channel) / torch.sqrt(running_var.reshape(channel) + eps)
+        return (x - running_mean.reshape(channel)) * scale + bias.reshape(channel)
     return F.batch_norm(x, running_mean, running_var, weight, bias, False, 0.0, eps)
 
 

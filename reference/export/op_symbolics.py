@@ -12,6 +12,9 @@ samples (``suites/test_opinfo.py``). Each follows ATen's formula:
 - ``aten::normal``: one draw per element of the tensor operand, in its dtype (torch's draws
   ``RandomNormalLike`` of the *mean*: a number mean gave one value shared by every element, in
   float64), and draws of a given size in the dtype asked (torch's: float64);
+- float64 where an ONNX attribute or op holds float32 only: ``aten::addmm``'s ``alpha``/``beta``
+  (``Gemm``'s float attributes) as float64 constants when float32 does not hold them, ``aten::celu``
+  as ``relu(x) + alpha * (exp((x - relu(x)) / alpha) - 1)`` (torch's casts to float32 for ``Celu``);
 - ``aten::cdist`` with ``p = 0`` (the count of differing coordinates): refused by name (torch's
   returns inf), every other ``p`` left to torch's symbolic.
 """
@@ -82,6 +85,38 @@ def normal(g, mean, std, *rest):
     return g.op("Add", g.op("Mul", g.op("RandomNormalLike", like), std), mean)
 
 
+def _is_double(x) -> bool:
+    return _dtype(x) == torch.float64
+
+
+def _float32_holds(value: float) -> bool:
+    return float(torch.tensor(value, dtype=torch.float32)) == value
+
+
+def addmm(g, x, mat1, mat2, beta, alpha):
+    from torch.onnx import symbolic_opset9
+
+    scales = [symbolic_helper._maybe_get_const(v, "f") for v in (beta, alpha)]
+    if not (_is_double(mat1) and all(isinstance(v, float) for v in scales)
+            and scales[0] != 0 and not all(map(_float32_holds, scales))):
+        return symbolic_opset9.addmm(g, x, mat1, mat2, beta, alpha)
+    product, beta_value = g.op("MatMul", mat1, mat2), scales[0]
+    scaled = [g.op("Mul", value, _scalar(g, scale, mat1)) if scale != 1 else value
+              for value, scale in ((x, beta_value), (product, scales[1]))]
+    return g.op("Add", *scaled)
+
+
+def celu(g, x, alpha):
+    from torch.onnx import symbolic_opset12
+
+    if not _is_double(x):
+        return symbolic_opset12.celu(g, x, alpha)
+    alpha = _scalar(g, symbolic_helper._maybe_get_const(alpha, "f"), x)
+    positive = g.op("Relu", x)  # then x - relu(x) is min(x, 0), with eager's derivative 1 at 0 (Min's splits a tie)
+    negative = g.op("Sub", g.op("Exp", g.op("Div", g.op("Sub", x, positive), alpha)), _scalar(g, 1.0, x))
+    return g.op("Add", positive, g.op("Mul", alpha, negative))
+
+
 OP_SYMBOLICS = {"aten::log10": (log10, 9), "aten::nan_to_num": (nan_to_num, 10),
                 "aten::avg_pool2d": (_avg_pool(2), 11), "aten::avg_pool3d": (_avg_pool(3), 11), "aten::cdist": (cdist, 9),
-                "aten::normal": (normal, 11)}
+                "aten::normal": (normal, 11), "aten::addmm": (addmm, 9), "aten::celu": (celu, 12)}

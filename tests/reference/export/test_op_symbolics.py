@@ -57,3 +57,21 @@ def test_normal_of_a_size_is_in_the_dtype_asked(dtype):
     fn = lambda x: x.detach() + torch.normal(0.0, 1.0, (2, 3), dtype=dtype)
     x = torch.rand(3, requires_grad=True)
     assert ReferenceModule(OneOp(fn))(x).dtype == fn(x).dtype
+
+
+@pytest.mark.parametrize("fn, shapes", [
+    (lambda c, a, b: torch.addmm(c, a, b, beta=0.6, alpha=0.2), [(2, 3), (2, 5), (5, 3)]),
+    (lambda x: F.celu(x, 0.5) + F.celu(x * 0), [(3, 4)]),  # x * 0: the derivative at 0 is the negative side's
+    (lambda x, mean, var, w, b: F.batch_norm(x * 40, mean, var, w, b, training=False), [(4, 3, 2), (3,), (3,), (3,), (3,)]),
+])
+def test_float64_is_computed_in_float64(fn, shapes):
+    """Where ONNX holds float32 only (Gemm's alpha and beta, BatchNormalization's epsilon, Celu), the
+    reference's float64 graphs were float32-accurate: 1e-8 relative off, the oracle's bound ~1e-14."""
+    torch.manual_seed(0)
+    inputs = [torch.rand(shape, dtype=torch.float64) + 0.1 for shape in shapes]
+    inputs[0] = (inputs[0] - 0.6).requires_grad_()
+    mine = [t.detach().clone().requires_grad_(t.requires_grad) for t in inputs]
+    expected, actual = fn(*inputs), ReferenceModule(OneOp(fn))(*mine)
+    torch.testing.assert_close(actual, expected, rtol=1e-14, atol=1e-14)
+    expected.sum().backward(), actual.sum().backward()
+    torch.testing.assert_close(mine[0].grad, inputs[0].grad, rtol=1e-14, atol=1e-14)
