@@ -17,9 +17,7 @@ from hypothesis import strategies as st
 from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
 from ortcheck.impls import Capability
 from ortcheck.models.forward_patterns import FEATURES, PATTERNS
-from ortcheck.stateful.contract import Call, Contract, memory_options, unit_axes
-from ortcheck.stateful.control_values import control_values
-from ortcheck.stateful.size_reads import size_reads
+from ortcheck.stateful.contract import Call, Contract, eager_reads, memory_options
 
 pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 LR = 0.1
@@ -47,8 +45,7 @@ def _call(eager: torch.nn.Module, x: torch.Tensor, options) -> Call:
     """The call as the transition contract sees it, with what eager's forward read of its values and sizes."""
     trainable = frozenset(name for name, p in eager.named_parameters() if p.requires_grad)
     return Call(("x", x.dtype, x.dim()), True, options.device, 0, (True,), trainable,
-                memory_options=memory_options(options), control_values=control_values(eager, (x,), {}),
-                unit_axes=unit_axes([x]), size_reads=size_reads(eager, (x,), {}), tensors=(x,))
+                memory_options=memory_options(options), **eager_reads(eager, (x,), {}, [x]))
 
 
 # Every sequence starts at batch 2 and then exceeds it, so each example crosses the size branches'

@@ -44,6 +44,9 @@ class OracleError(AssertionError):
         super().__init__(verdict.message())
         self.verdict = verdict
 
+    def __reduce__(self):  # to and from a subprocess (``ortcheck check`` runs checks isolated), notes kept
+        return type(self), (self.verdict,), self.__dict__
+
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:

@@ -34,7 +34,8 @@ from __future__ import annotations
 import dataclasses
 
 from ortcheck.impls.base import Observations, Options
-from ortcheck.stateful.size_reads import SizeReads
+from ortcheck.stateful.control_values import control_values
+from ortcheck.stateful.size_reads import SizeReads, size_reads
 
 FIRST_FORWARD = "first forward"
 MODE_CHANGED = "train/eval mode changed"
@@ -84,6 +85,13 @@ class Call:
 def unit_axes(tensors) -> tuple[tuple[int, ...], ...]:
     """What a :class:`Call` records of its tensors' sizes: per tensor, the axes of size 1."""
     return tuple(tuple(d for d, size in enumerate(t.shape) if size == 1) for t in tensors)
+
+
+def eager_reads(eager, args: tuple, kwargs: dict, tensors) -> dict:
+    """The :class:`Call` fields eager's run of the call fills: the values and sizes its forward read
+    into control flow, the user tensors' axes of size 1, and the tensors."""
+    return {"control_values": control_values(eager, args, kwargs), "unit_axes": unit_axes(tensors),
+            "size_reads": size_reads(eager, args, kwargs), "tensors": tuple(tensors)}
 
 
 class Contract:

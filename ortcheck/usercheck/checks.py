@@ -18,9 +18,7 @@ from ortcheck.checks.oracle import assert_curve_matches_oracle
 from ortcheck.checks.runs import RUNS, fresh_leaves
 from ortcheck.impls.base import Capability, Implementation, Options
 from ortcheck.nested import leaves, map_leaves
-from ortcheck.stateful.contract import Call, Contract, memory_options, unit_axes
-from ortcheck.stateful.control_values import control_values
-from ortcheck.stateful.size_reads import size_reads
+from ortcheck.stateful.contract import Call, Contract, eager_reads, memory_options
 from ortcheck.usercheck.calls import batch_runs, judged_call, one_call, requiring_grad, runs_of
 from ortcheck.usercheck.isolated import Crashed, isolated
 from ortcheck.usercheck.result import COST, FAIL, NA, PASS, Outcome, raised
@@ -205,8 +203,7 @@ def _call(subject: Subject, modules: dict, batch: Batch, training: bool, grad_en
     args, kwargs = map_leaves((batch.args, batch.kwargs), _to(subject.options.device))
     return Call((signature,), training, subject.options.device, 0, tuple(t.requires_grad for t in tensors),
                 trainable, grad_enabled, memory_options(subject.options),
-                control_values(modules["eager"], args, kwargs), unit_axes(tensors),
-                size_reads(modules["eager"], args, kwargs), tuple(tensors))
+                **eager_reads(modules["eager"], args, kwargs, tensors))
 
 
 def _assert_counters(subject: Subject, wrapped: torch.nn.Module, contract: Contract, when: str,

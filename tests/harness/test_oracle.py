@@ -1,5 +1,6 @@
 """The float64 oracle's bound (ortcheck/checks/oracle.py) on hand-made runs."""
 import math
+import pickle
 
 import pytest
 import torch
@@ -34,3 +35,7 @@ def test_a_value_beyond_the_bound_raises_by_how_much():
     with pytest.raises(OracleError, match=r"implementation error \S+ > bound") as raised:
         assert_tensor_matches_oracle(runs([1.0, 2.5]))
     assert isinstance(raised.value, AssertionError) and raised.value.verdict.margin == verdict.margin
+    raised.value.add_note("likely cause: ...")
+    carried = pickle.loads(pickle.dumps(raised.value))  # as a subprocess hands it back
+    assert (type(carried), str(carried), carried.verdict, carried.__notes__) == \
+        (OracleError, str(raised.value), raised.value.verdict, ["likely cause: ..."])

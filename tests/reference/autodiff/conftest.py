@@ -16,19 +16,9 @@ import pytest
 import torch
 from onnx import helper
 
+from ortcheck.checks.one_op import OneOp  # a plain function as a module, so functions export like layers
 from reference.autodiff import GradientGraphs, build_gradient_graphs
 from reference.runtime import threads
-
-
-class Fn(torch.nn.Module):
-    """A plain function as a module, so functions export like layers."""
-
-    def __init__(self, fn: Callable):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 @dataclass
@@ -41,7 +31,7 @@ class Exported:
 
 def export(module: torch.nn.Module, args: Sequence[torch.Tensor], dynamic: bool = True) -> Exported:
     """TorchScript export in training mode; parameter initializers stripped so they are plain inputs."""
-    module = module if isinstance(module, torch.nn.Module) else Fn(module)
+    module = module if isinstance(module, torch.nn.Module) else OneOp(module)
     input_names = [f"in{i}" for i in range(len(args))]
     with torch.no_grad():
         outputs = module(*args)
@@ -83,7 +73,7 @@ class GradientRunner:
 
     def __init__(self, module: torch.nn.Module, args: Sequence[torch.Tensor], wrt_args: Sequence[int] = (),
                  dynamic: bool = True, params: bool = True):
-        self.module = module if isinstance(module, torch.nn.Module) else Fn(module)
+        self.module = module if isinstance(module, torch.nn.Module) else OneOp(module)
         self.exported = export(self.module, args, dynamic)
         self.wrt_args = list(wrt_args)
         wrt = [self.exported.input_names[i] for i in self.wrt_args] + (self.exported.param_names if params else [])
