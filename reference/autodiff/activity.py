@@ -10,6 +10,7 @@ from typing import Iterable
 
 from reference.autodiff.forward import ForwardModel
 from reference.autodiff.registry import is_non_differentiable
+from reference.export.detach import DOMAIN as STOP_GRADIENT_DOMAIN, OP as STOP_GRADIENT
 from reference.export.reads import reads
 
 
@@ -24,3 +25,20 @@ def values_needing_gradients(forward: ForwardModel, requires_grad: Iterable[str]
         if any(name in needed for name in node.output):
             needed.update(name for name in read[id(node)] if name in active)
     return needed
+
+
+def outputs_without_grad(forward: ForwardModel, requires_grad: Iterable[str]) -> tuple[int, ...]:
+    """The model outputs (by index) eager would not give ``requires_grad``: floats that read no
+    ``requires_grad`` input except through ``reference.StopGradient`` (a ``detach()``, a ``no_grad``
+    region, a statistic eager does not differentiate) or not at all (a constant).
+
+    Not "inactive": an aten op the exporter decomposes through non-differentiable ONNX ops is still
+    differentiable in eager (``norm(x, 0)`` counts through ``Equal``: it requires grad, its gradient
+    is none). So a float made from a comparison or an ``argmax`` here requires grad where eager's
+    does not (its gradient is none in both)."""
+    reached = set(requires_grad)
+    for node in forward.nodes:
+        stops = node.op_type == STOP_GRADIENT and node.domain == STOP_GRADIENT_DOMAIN
+        if not stops and any(name in reached for name in reads(node)):
+            reached.update(name for name in node.output if name)
+    return tuple(i for i, name in enumerate(forward.output_names) if forward.is_float(name) and name not in reached)

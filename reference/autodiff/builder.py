@@ -8,7 +8,7 @@ import onnx
 
 from reference.autodiff import assemble, rules  # noqa: F401  (importing rules registers them)
 from reference.autodiff.accumulate import GradientSums
-from reference.autodiff.activity import values_needing_gradients
+from reference.autodiff.activity import outputs_without_grad, values_needing_gradients
 from reference.autodiff.context import GradientContext
 from reference.autodiff.forward import ForwardModel
 from reference.autodiff.fuse import fuse
@@ -26,6 +26,8 @@ class GradientGraphs:
     forward_inputs_needed: tuple[str, ...]  # model inputs the backward graph reads, in model order
     stashed: tuple[str, ...]  # values the forward graph additionally outputs for backward, in forward order
     input_grads: dict[str, str | None]  # requested input -> backward output, None if no path to an output
+    # float model outputs (by index) eager gives no requires_grad (activity.outputs_without_grad)
+    outputs_without_grad: tuple[int, ...] = ()
 
 
 def build_gradient_graphs(model: onnx.ModelProto, requires_grad: Sequence[str]) -> GradientGraphs:
@@ -76,7 +78,8 @@ def build_gradient_graphs(model: onnx.ModelProto, requires_grad: Sequence[str]) 
         forward, ctx, forward_proto, output_grads, inputs_needed, stashed, input_grads
     ))
     return GradientGraphs(
-        forward_proto, backward_proto, tuple(output_grads.values()), inputs_needed, stashed, input_grads
+        forward_proto, backward_proto, tuple(output_grads.values()), inputs_needed, stashed, input_grads,
+        outputs_without_grad(forward, requires_grad)
     )
 
 

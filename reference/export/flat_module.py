@@ -21,6 +21,7 @@ from reference import nested_io
 from reference.export import data_guards
 from reference.export.grad_regions import gradient_free_regions
 from reference.export.norms import traceable_norms
+from reference.export.zero_fill import differentiable_zero_fill
 from reference.export.recurrent import unrolled_recurrences
 from reference.export.traced_numbers import marked
 
@@ -38,8 +39,8 @@ class FlatModule(torch.nn.Module):
         args, kwargs = nested_io.unflatten(tensors, self.input_schema)
         before = {name: (id(b), b._version) for name, b in self.module.named_buffers()}
         norms = traceable_norms(self.module)
-        with gradient_free_regions(self.module), norms, unrolled_recurrences() as recurrences, \
-                data_guards.collected(norms.read_elsewhere()) as self.guards:
+        with gradient_free_regions(self.module), norms, differentiable_zero_fill(), \
+                unrolled_recurrences() as recurrences, data_guards.collected(norms.read_elsewhere()) as self.guards:
             outputs, self.output_schema = nested_io.flatten(marked(self.module(*args, **kwargs)))
         for length in recurrences.lengths:
             self.guards.add(length, data_guards.LENGTH)

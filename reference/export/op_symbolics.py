@@ -15,6 +15,12 @@ samples (``suites/test_opinfo.py``). Each follows ATen's formula:
 - float64 where an ONNX attribute or op holds float32 only: ``aten::addmm``'s ``alpha``/``beta``
   (``Gemm``'s float attributes) as float64 constants when float32 does not hold them, ``aten::celu``
   as ``relu(x) + alpha * (exp((x - relu(x)) / alpha) - 1)`` (torch's casts to float32 for ``Celu``);
+- gradients where eager has them: ``aten::div`` with ``rounding_mode='trunc'`` as
+  ``ceil(q)`` where ``q < 0`` else ``floor(q)`` (torch's casts through int64, which reaches no input, so
+  the inputs got no gradient where eager gives zeros, and overflowed past 2**63 and on inf; the chain
+  rule through ``q = x / y`` still makes NaN of the zero gradient where ``x`` is infinite or ``y`` is 0) and ``aten::native_layer_norm``'s
+  mean and rstd detached (eager's are not differentiable, so they do not require grad), and the
+  zero gradients eager's formula gives ``normal``'s operands (torch's graph reparameterised the draw);
 - ``aten::cdist`` with ``p = 0`` (the count of differing coordinates): refused by name (torch's
   returns inf), every other ``p`` left to torch's symbolic.
 """
@@ -25,6 +31,7 @@ import math
 import torch
 from torch.onnx import symbolic_helper
 
+from reference.export.detach import detach
 from reference.export.layer_symbolics import _cast_like, _dtype, _scalar, _type_utils
 
 
@@ -69,7 +76,8 @@ def cdist(g, x1, x2, p=2.0, compute_mode=None):
 
 def normal(g, mean, std, *rest):
     """``mean + std * N(0, 1)`` drawn like the broadcast of both, in the tensor operand's dtype
-    (both tensors: their promoted dtype, as the tracer recorded for the output)."""
+    (both tensors: their promoted dtype), with eager's zero gradient for the operands (its derivative
+    formula: the draw is not reparameterised)."""
     from torch.onnx import symbolic_opset11
 
     if len(rest) > 1:  # normal(float, float, size, dtype=...): torch's draws the size, in float64 whatever dtype says
@@ -82,7 +90,17 @@ def normal(g, mean, std, *rest):
     mean, std = (v if v in tensors else _cast_like(g, v, like) for v in (mean, std))
     if len(tensors) == 1:
         like = g.op("Add", mean, std)  # the broadcast shape of both
-    return g.op("Add", g.op("Mul", g.op("RandomNormalLike", like), std), mean)
+    drawn = g.op("Add", g.op("Mul", g.op("RandomNormalLike", like), std), mean)
+    return _with_zero_gradient(g, detach(g, drawn), *tensors)
+
+
+def _with_zero_gradient(g, value, *sources):
+    """``value`` plus ``t - t`` (+0) for ``t`` the signs of each source (NaN as 0: finite): where
+    eager's derivative formula gives an operand zeros (a draw), its gradient is zeros, not none."""
+    for source in sources:
+        signs = g.op("Sign", g.op("Where", g.op("IsNaN", source), _scalar(g, 0.0, source), source))
+        value = g.op("Add", value, g.op("Sub", signs, signs))
+    return value
 
 
 def _is_double(x) -> bool:
@@ -117,6 +135,24 @@ def celu(g, x, alpha):
     return g.op("Add", positive, g.op("Mul", alpha, negative))
 
 
+def div(g, x, y, *rounding):
+    from torch.onnx import symbolic_opset9
+
+    if rounding and symbolic_helper._maybe_get_const(rounding[0], "s") == "trunc" and symbolic_helper._is_fp(x):
+        quotient = symbolic_opset9.true_divide(g, x, y)
+        negative = g.op("Less", quotient, _scalar(g, 0.0, quotient))
+        return g.op("Where", negative, g.op("Ceil", quotient), g.op("Floor", quotient))
+    return symbolic_opset9.div(g, x, y, *rounding)
+
+
+def native_layer_norm(g, x, normalized_shape, weight, bias, eps):
+    from torch.onnx import symbolic_opset9
+
+    out, mean, rstd = symbolic_opset9.native_layer_norm(g, x, normalized_shape, weight, bias, eps)
+    return out, detach(g, mean), detach(g, rstd)
+
+
 OP_SYMBOLICS = {"aten::log10": (log10, 9), "aten::nan_to_num": (nan_to_num, 10),
                 "aten::avg_pool2d": (_avg_pool(2), 11), "aten::avg_pool3d": (_avg_pool(3), 11), "aten::cdist": (cdist, 9),
-                "aten::normal": (normal, 11), "aten::addmm": (addmm, 9), "aten::celu": (celu, 12)}
+                "aten::normal": (normal, 11), "aten::addmm": (addmm, 9), "aten::celu": (celu, 12),
+                "aten::div": (div, 9), "aten::native_layer_norm": (native_layer_norm, 9)}

@@ -83,7 +83,7 @@ class ForwardNode(torch.autograd.Function):
         ctx.run = run
         ctx.save_for_backward(*tensors, *stashed)  # torch checks they were not modified in place
         ctx.num_inputs = len(tensors)
-        ctx.mark_non_differentiable(*[t for t in outputs if not t.is_floating_point()])
+        ctx.mark_non_differentiable(*run.runner.non_differentiable(outputs))
         return tuple(outputs)
 
     @staticmethod

@@ -15,7 +15,7 @@ class OrtGraphFunction(torch.autograd.Function):
         ctx.runner = runner
         ctx.save_for_backward(*inputs, *stashed)
         ctx.num_inputs = len(inputs)
-        ctx.mark_non_differentiable(*[t for t in outputs if not t.is_floating_point()])
+        ctx.mark_non_differentiable(*ctx.runner.non_differentiable(outputs))
         return tuple(outputs)
 
     @staticmethod

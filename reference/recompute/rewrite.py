@@ -10,6 +10,8 @@ constant into a following MatMul (MatMulScaleFusion), which would round differen
 """
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Sequence
 
 import numpy as np
@@ -88,7 +90,7 @@ def apply(facts: ForwardFacts, occurrences: Sequence[Occurrence]) -> GradientGra
     model_outputs = list(forward.graph.output[:num_outputs])
     del forward.graph.output[:]
     forward.graph.output.extend(model_outputs + [outputs.get(name) or value_info(name, facts.types[name]) for name in stashed])
-    return GradientGraphs(forward, backward, graphs.output_grad_names, needed, stashed, graphs.input_grads)
+    return dataclasses.replace(graphs, forward=forward, backward=backward, forward_inputs_needed=needed, stashed=stashed)
 
 
 def _clone(facts: ForwardFacts, node: onnx.NodeProto, renamed: dict[str, str], names: UniqueNames) -> list[onnx.NodeProto]:

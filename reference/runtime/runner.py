@@ -30,6 +30,7 @@ class TrainingRunner:
         self.graph_inputs = list(graph_inputs)
         self._feed_order = [self.graph_inputs.index(name) for name in self.forward_session.input_names]
         self._num_outputs = len(self.forward_session.output_names) - len(graphs.stashed)
+        self._outputs_without_grad = set(graphs.outputs_without_grad)
         self.grad_names = {name: graphs.input_grads.get(name) for name in self.graph_inputs}
         outputs = graphs.forward.graph.output[: self._num_outputs]
         # backward takes one gradient per float output, in output order
@@ -54,6 +55,11 @@ class TrainingRunner:
     def forward(self, inputs: Sequence[torch.Tensor]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         results = self.forward_session.run([inputs[i] for i in self._feed_order])
         return results[: self._num_outputs], results[self._num_outputs:]
+
+    def non_differentiable(self, outputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """The outputs eager gives no ``requires_grad`` (for ``ctx.mark_non_differentiable``): integers,
+        and floats no input requiring grad reaches but through a ``detach()`` (or at all)."""
+        return [t for i, t in enumerate(outputs) if not t.is_floating_point() or i in self._outputs_without_grad]
 
     def backward_feed(self, inputs: Sequence[torch.Tensor], stashed: Sequence[torch.Tensor],
                       output_grads: Sequence[torch.Tensor]) -> dict[str, torch.Tensor]:

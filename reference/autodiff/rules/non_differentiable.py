@@ -1,7 +1,7 @@
 """Ops whose outputs carry no gradient: shapes, comparisons, logic, indices, integer maths, random draws.
 
 Registered here so a differentiable path merely ends at them instead of failing as unsupported.
-Sign and the rounding ops are not here: PyTorch gives them a zero gradient (rules/zero_gradient.py).
+Sign, the rounding ops and Bernoulli are not here: PyTorch gives them a zero gradient (rules/zero_gradient.py).
 """
 from reference.autodiff.registry import non_differentiable
 
@@ -10,5 +10,5 @@ non_differentiable(
     "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "IsNaN", "IsInf",
     "Not", "And", "Or", "Xor", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
     "ArgMax", "ArgMin", "NonZero",
-    "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli", "Multinomial",
+    "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
 )

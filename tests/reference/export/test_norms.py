@@ -80,10 +80,11 @@ def test_batch_statistics_without_running_statistics_write_nothing(module, train
 
 @pytest.mark.parametrize("module", [nn.BatchNorm2d(3), nn.BatchNorm2d(3, affine=False),
                                     nn.InstanceNorm2d(3, track_running_stats=True)], ids=["affine", "plain", "instance"])
-def test_eval_reads_the_running_statistics_through_batch_normalization(module):
-    """Without affine parameters too (the exporter alone cannot, for a dynamic channel axis)."""
+def test_eval_reads_the_running_statistics_without_writing_them(module):
+    """Without affine parameters too (the exporter alone cannot, for a dynamic channel axis); in
+    float64 as plain ops (BatchNormalization's epsilon is a float32 attribute: 2.5e-13 off)."""
     with torch.no_grad():
         module.running_mean.normal_()
         module.running_var.uniform_(0.5, 1.5)
     exported = _calls_match_eager(module, [(2, 3, 4, 5), (1, 3, 2, 2)], training=False)
-    assert exported.written_buffers == () and "BatchNormalization" in {n.op_type for n in exported.model.graph.node}
+    assert exported.written_buffers == () and "BatchNormalization" not in {n.op_type for n in exported.model.graph.node}

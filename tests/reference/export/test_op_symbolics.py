@@ -75,3 +75,54 @@ def test_float64_is_computed_in_float64(fn, shapes):
     torch.testing.assert_close(actual, expected, rtol=1e-14, atol=1e-14)
     expected.sum().backward(), actual.sum().backward()
     torch.testing.assert_close(mine[0].grad, inputs[0].grad, rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, y: torch.div(x, y, rounding_mode="trunc"),
+    lambda x, y: torch.zero_(x.clone()) + y,
+    lambda x, y: x.clone().zero_() * y,
+])
+def test_gradients_eager_gives_as_zeros_are_zeros(fn):
+    """torch's exporter reached no input (a cast through int64, ConstantOfShape): None, not zeros.
+    Finite dividends (the chain rule through x / y makes NaN of a zero gradient at inf: op_symbolics)."""
+    x = torch.tensor([-7.5, -0.1, 0.0, 3.0, 2.0**70, -(2.0**70)], requires_grad=True)
+    y = torch.full((6,), 2.0, requires_grad=True)
+    mine = [t.detach().clone().requires_grad_() for t in (x, y)]
+    expected, actual = fn(x, y), ReferenceModule(OneOp(fn))(*mine)
+    torch.testing.assert_close(actual, expected, equal_nan=True)
+    expected.sum().backward(), actual.sum().backward()
+    for got, wanted in zip(mine, (x, y)):
+        torch.testing.assert_close(got.grad, wanted.grad, equal_nan=True)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.native_layer_norm(x, (3,), None, None, 1e-5),
+    lambda x: (x * 2, x.detach() + 1, torch.zeros(3), torch.norm(x, 0)),
+])
+def test_outputs_require_grad_as_eagers(fn):
+    """An output that reads no input requiring grad but through a detach (native_layer_norm's mean and
+    rstd, which eager does not differentiate) does not require grad; a count of non-zeros does (its
+    gradient is none, in eager too)."""
+    x = torch.randn(2, 3, requires_grad=True)
+    flags = lambda outputs: [t.requires_grad for t in outputs]
+    assert flags(ReferenceModule(OneOp(fn))(x)) == flags(fn(x))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, s: torch.normal(m, s),
+    lambda m, s: torch.normal(m, 2.0) * s,
+    lambda m, s: torch.bernoulli(torch.sigmoid(m)) + s,
+])
+def test_draws_give_their_operands_eagers_zero_gradient(fn):
+    """Eager's normal and bernoulli are not reparameterised: the operands get zeros (not the draw's
+    noise, not none), and the output requires grad."""
+    m, s = torch.randn(4, 5, requires_grad=True), (torch.rand(4, 5) + 0.5).requires_grad_()
+    mine = [t.detach().clone().requires_grad_() for t in (m, s)]
+    expected, actual = fn(m, s), ReferenceModule(OneOp(fn))(*mine)
+    assert actual.requires_grad == expected.requires_grad
+    expected.sum().backward(), actual.sum().backward()
+    for got, wanted in zip(mine, (m, s)):
+        assert (got.grad is None) == (wanted.grad is None)
+        if wanted.grad is not None and not torch.equal(wanted.grad, torch.zeros_like(wanted.grad)):
+            continue  # a real gradient (the product's): its value is random
+        assert got.grad is None or torch.equal(got.grad, wanted.grad)
