@@ -6,7 +6,9 @@ arithmetic or a branch that reaches no trainable input, gets no gradient rule at
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
+
+import onnx
 
 from reference.autodiff.forward import ForwardModel
 from reference.autodiff.registry import is_non_differentiable
@@ -14,16 +16,23 @@ from reference.export.detach import DOMAIN as STOP_GRADIENT_DOMAIN, OP as STOP_G
 from reference.export.reads import reads
 
 
-def values_needing_gradients(forward: ForwardModel, requires_grad: Iterable[str]) -> set[str]:
-    read = {id(node): set(reads(node)) for node in forward.nodes}
-    active = {name for name in requires_grad if forward.is_float(name)}
+def _computed_from(forward: ForwardModel, sources: Iterable[str], passes: Callable[[onnx.NodeProto], bool],
+                   kept: Callable[[str], bool] = bool) -> set[str]:
+    """``sources`` and the values computed from them by the nodes ``passes`` lets through (those ``kept``)."""
+    reached = set(sources)
     for node in forward.nodes:
-        if not is_non_differentiable(node) and any(name in active for name in read[id(node)]):
-            active.update(name for name in node.output if name and forward.is_float(name))
+        if passes(node) and any(name in reached for name in reads(node)):
+            reached.update(name for name in node.output if name and kept(name))
+    return reached
+
+
+def values_needing_gradients(forward: ForwardModel, requires_grad: Iterable[str]) -> set[str]:
+    active = _computed_from(forward, [name for name in requires_grad if forward.is_float(name)],
+                            lambda node: not is_non_differentiable(node), forward.is_float)
     needed = {name for name in forward.output_names if name in active}
     for node in reversed(forward.nodes):
         if any(name in needed for name in node.output):
-            needed.update(name for name in read[id(node)] if name in active)
+            needed.update(name for name in reads(node) if name in active)
     return needed
 
 
@@ -36,9 +45,6 @@ def outputs_without_grad(forward: ForwardModel, requires_grad: Iterable[str]) ->
     differentiable in eager (``norm(x, 0)`` counts through ``Equal``: it requires grad, its gradient
     is none). So a float made from a comparison or an ``argmax`` here requires grad where eager's
     does not (its gradient is none in both)."""
-    reached = set(requires_grad)
-    for node in forward.nodes:
-        stops = node.op_type == STOP_GRADIENT and node.domain == STOP_GRADIENT_DOMAIN
-        if not stops and any(name in reached for name in reads(node)):
-            reached.update(name for name in node.output if name)
+    reached = _computed_from(forward, requires_grad,
+                             lambda node: (node.domain, node.op_type) != (STOP_GRADIENT_DOMAIN, STOP_GRADIENT))
     return tuple(i for i, name in enumerate(forward.output_names) if forward.is_float(name) and name not in reached)

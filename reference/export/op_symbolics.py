@@ -118,10 +118,8 @@ def addmm(g, x, mat1, mat2, beta, alpha):
     if not (_is_double(mat1) and all(isinstance(v, float) for v in scales)
             and scales[0] != 0 and not all(map(_float32_holds, scales))):
         return symbolic_opset9.addmm(g, x, mat1, mat2, beta, alpha)
-    product, beta_value = g.op("MatMul", mat1, mat2), scales[0]
-    scaled = [g.op("Mul", value, _scalar(g, scale, mat1)) if scale != 1 else value
-              for value, scale in ((x, beta_value), (product, scales[1]))]
-    return g.op("Add", *scaled)
+    terms = ((x, scales[0]), (g.op("MatMul", mat1, mat2), scales[1]))  # beta * x + alpha * (mat1 @ mat2)
+    return g.op("Add", *(g.op("Mul", value, _scalar(g, scale, mat1)) if scale != 1 else value for value, scale in terms))
 
 
 def celu(g, x, alpha):
