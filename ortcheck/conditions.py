@@ -6,6 +6,9 @@ way PyTorch's OpInfo decorators carry ``active_if``. Each key is one predicate o
 :class:`ortcheck.machine.Machine`; every key of a ``when`` table must hold::
 
     when = { cpu_flags = ["avx512_bf16"], versions = { bitsandbytes = "==0.50.2" } }
+
+``profiles`` names the hypothesis profiles a finding shows under: one only the ``nightly`` profile's
+deeper draws reach (an OpInfo sample past the first three) is inactive, not a pass, at ``ci`` depth.
 """
 from __future__ import annotations
 
@@ -50,6 +53,8 @@ PREDICATES: dict[str, Predicate] = {
                                 lambda levels: "torch CPU capability " + " or ".join(levels)),
     "device": Predicate(_names, lambda m, devices: m.device in devices,
                         lambda devices: "device " + " or ".join(devices)),
+    "profiles": Predicate(_names, lambda m, names: m.profile in names,
+                          lambda names: "hypothesis profile " + " or ".join(names)),
     "versions": Predicate(_specifiers,
                           lambda m, specs: all(m.version(d) is not None and SpecifierSet(s).contains(m.version(d))
                                                for d, s in specs),

@@ -20,13 +20,14 @@ class Machine:
     cpu_flags: frozenset[str]
     cpu_capability: str | None
     device: str = "cpu"
+    profile: str | None = None  # the hypothesis profile the run draws under (how deep its suites look)
 
     def version(self, distribution: str) -> str | None:
         return distribution_version(distribution)
 
 
-def current(device: str = "cpu") -> Machine:
-    return Machine(cpu_flags(), cpu_capability(), device)
+def current(device: str = "cpu", profile: str | None = None) -> Machine:
+    return Machine(cpu_flags(), cpu_capability(), device, profile)
 
 
 @functools.cache

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from ortcheck import impls, machine, profiles
+from ortcheck import impls, machine, profiles, seed
 from ortcheck.impls import DEVICES, Options
 
 MARKERS = ("gpu: needs a CUDA device (run with --device cuda)",
@@ -49,7 +49,7 @@ def pytest_configure(config):
     config.ortcheck_impls = selected_impls(config)
     config.ortcheck_options = command_line_options(config)
     config.ortcheck_device = config.ortcheck_options.device
-    config.ortcheck_machine = machine.current(config.ortcheck_device)
+    config.ortcheck_machine = machine.current(config.ortcheck_device, seed.profile_name(config))
     for name in config.getoption("require_impl"):
         reason = impls.get(_known(name)).unavailable_reason()
         if reason:

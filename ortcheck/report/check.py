@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ortcheck import failures, impls, machine, manifest
+from ortcheck import failures, impls, machine, manifest, profiles
 from ortcheck.report.collector import impl_of
 
 MARGIN = 4.0
@@ -103,7 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     names = [n for n in (args.impl or impls.names()) if impls.get(n).unavailable_reason() is None]
     device = getattr(args, "device", "cpu")
-    here = machine.current(device)
+    here = machine.current(device, profiles.default_profile())  # the profile the check's pytest run draws under
     findings = {n: [f for f in manifest.load(impls.get(n).manifest_path()) if f.active_on(here)] for n in names}
     findings = {n: entries for n, entries in findings.items() if entries}
     if not findings:

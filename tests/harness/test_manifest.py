@@ -71,6 +71,16 @@ def test_a_condition_holds_where_every_term_does(tmp_path, when, on_avx512, on_a
     assert "(where: " in finding.label
 
 
+def test_a_profile_condition_holds_only_under_the_profiles_it_names(tmp_path):
+    """A finding only the nightly profile's deeper draws reach is inactive at ci depth (the test must
+    pass there), active under nightly."""
+    [finding] = load(_write(tmp_path, '[[finding]]\ntest = "t"\nreason = "r"\nreproduction = "p"\nraises = "E"\n'
+                                      'when = { profiles = ["nightly"] }\n'))
+    assert [finding.active_on(dataclasses.replace(AVX2_ONLY, profile=p)) for p in ("dev", "ci", "nightly", None)] == [
+        False, False, True, False]
+    assert "hypothesis profile nightly" in finding.label
+
+
 def test_a_finding_without_condition_holds_everywhere_and_reads_as_its_reason(tmp_path):
     [finding] = load(_write(tmp_path, '[[finding]]\ntest = "t"\nreason = "r"\nreproduction = "p"\nraises = "E"\n'))
     assert finding.active_on(AVX2_ONLY) and finding.label == "r"
