@@ -50,7 +50,7 @@ def embedding_bag(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse,
                   include_last_offset, padding_idx):
     """Sum or mean bags of rows without the Loop torch's symbolic emits (no gradient rule is
     written for Loop): each index's bag is the count of offsets at or before it, minus one; rows
-    (times their per-sample weights, zero at ``padding_idx``) are scatter-added per bag in index
+    (times their per-sample weights, zero at ``padding_idx``, a negative one counting from the last row) are scatter-added per bag in index
     order, as eager adds them, and a mean divides by the bag's non-padding count (an empty bag: 0)."""
     from torch.onnx import symbolic_helper
 
@@ -78,8 +78,10 @@ def embedding_bag(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse,
     if not symbolic_helper._is_none(per_sample_weights):
         rows = g.op("Mul", rows, g.op("Unsqueeze", per_sample_weights, ints(-1)))
     count = g.op("Shape", indices)
-    if padding is not None and padding >= 0:
-        kept = g.op("Not", g.op("Equal", indices, scalar(padding)))
+    if padding is not None:  # a negative one counts from the end, as ATen's does
+        padding = scalar(padding) if padding >= 0 else g.op(
+            "Add", scalar(padding), g.op("Gather", g.op("Shape", weight), scalar(0), axis_i=0))
+        kept = g.op("Not", g.op("Equal", indices, padding))
         rows = g.op("Where", g.op("Unsqueeze", kept, ints(-1)), rows, floats(scalar(0)))
     else:
         kept = g.op("ConstantOfShape", count, value_t=torch.tensor([1], dtype=torch.bool))

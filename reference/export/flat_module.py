@@ -22,6 +22,7 @@ from reference.export import data_guards
 from reference.export.grad_regions import gradient_free_regions
 from reference.export.norms import traceable_norms
 from reference.export.zero_fill import differentiable_zero_fill
+from reference.export.scalar_dims import scalars_as_vectors
 from reference.export.recurrent import unrolled_recurrences
 from reference.export.traced_numbers import marked
 
@@ -39,7 +40,7 @@ class FlatModule(torch.nn.Module):
         args, kwargs = nested_io.unflatten(tensors, self.input_schema)
         before = {name: (id(b), b._version) for name, b in self.module.named_buffers()}
         norms = traceable_norms(self.module)
-        with gradient_free_regions(self.module), norms, differentiable_zero_fill(), \
+        with gradient_free_regions(self.module), norms, differentiable_zero_fill(), scalars_as_vectors(), \
                 unrolled_recurrences() as recurrences, data_guards.collected(norms.read_elsewhere()) as self.guards:
             outputs, self.output_schema = nested_io.flatten(marked(self.module(*args, **kwargs)))
         for length in recurrences.lengths:

@@ -228,9 +228,12 @@ def triplet_margin_loss(g, anchor, positive, negative, margin, p, eps, swap, red
 @symbolic_helper.parse_args("v", "f", "b")
 def feature_dropout(g, x, p, train):
     """``nn.Dropout1d/2d/3d``: whole channels zeroed with probability p, the rest scaled by 1/(1-p);
-    the identity at p = 0 or in eval mode. Masks come from onnxruntime's RNG (as Dropout's do)."""
+    the identity at p = 0 or in eval mode, zeros at p = 1 (ATen's ``x * 0``). Masks come from
+    onnxruntime's RNG (as Dropout's do)."""
     if not train or p == 0:
         return x
+    if p == 1:
+        return g.op("Mul", x, _scalar(g, 0.0, x))
     rank = symbolic_helper._get_tensor_rank(x)
     shape = g.op("Concat", g.op("Slice", g.op("Shape", x), _ints(g, 0), _ints(g, 2)), _ints(g, *[1] * (rank - 2)), axis_i=0)
     draws = g.op("RandomUniformLike", g.op("ConstantOfShape", shape, value_t=torch.tensor([0.0])))

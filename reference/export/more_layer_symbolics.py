@@ -6,8 +6,12 @@
 - ``nn.LogSigmoid``: ``-softplus(-x)`` (torch's takes the log of a sigmoid rounded to 1);
 - ``nn.ChannelShuffle``: ``[N, g, C/g, ...]`` transposed to ``[N, C/g, g, ...]``;
 - ``nn.CosineSimilarity``: ``Σ (x1 / max(‖x1‖, eps)) (x2 / max(‖x2‖, eps))``, the clamp applied
-  without a gradient of its own as ATen's (under ``no_grad``); torch's divides once and makes a 0-d
-  result 1-d;
+  without a gradient of its own as ATen's (under ``no_grad``), the operands broadcast first and a 0-d
+  pair reduced as 1-d; torch's divides once, takes each norm before broadcasting (a broadcast
+  operand's norm missed its copies) and makes a 0-d result 1-d;
+- ``nn.BCEWithLogitsLoss``: ``(1 - t) x - log_sigmoid(x) ((pos_weight - 1) t + 1)``, as ATen's
+  (torch's takes ``log(1 - sigmoid(x))``: infinite once sigmoid rounds to 1, from x = 17 in float32,
+  and its gradient for the target loses digits well before);
 - ``nn.PairwiseDistance``: ``‖x1 - x2 + eps‖_p`` (torch's raises ``x1 - x2`` to p without its
   absolute value and takes the 1/(p + eps)-th root);
 - the losses ``BCELoss`` (logs clamped at -100), ``SoftMarginLoss``, ``HingeEmbeddingLoss``,
@@ -38,8 +42,18 @@ def threshold(g, x, threshold_value, value):
 
 def log_sigmoid(g, x):
     """``-softplus(-x)``: torch's ``Log(Sigmoid(x))`` rounds sigmoid to 1 for large x (-1.19e-7 at
-    x = 16, where eager gives -1.13e-7), and onnxruntime's Softplus is accurate there."""
-    return g.op("Neg", g.op("Softplus", g.op("Neg", x)))
+    x = 16, where eager gives -1.13e-7), and onnxruntime's Softplus is accurate there. It has no
+    float64 kernel: there, ATen's ``min(x, 0) - log1p(exp(-|x|))``, with log1p(e) as
+    ``log(u) e / (u - 1)`` for ``u = 1 + e`` (Goldberg's: accurate where ``1 + e`` rounds), e where u is 1."""
+    if x.type().scalarType() != "Double":
+        return g.op("Neg", g.op("Softplus", g.op("Neg", x)))
+    one, zero = _scalar(g, 1.0, x), _scalar(g, 0.0, x)
+    e = g.op("Exp", g.op("Neg", g.op("Abs", x)))
+    u = g.op("Add", one, e)
+    rounded = g.op("Sub", u, one)
+    exact = g.op("Equal", rounded, zero)
+    log1p = g.op("Where", exact, e, g.op("Mul", g.op("Log", u), g.op("Div", e, g.op("Where", exact, one, rounded))))
+    return g.op("Sub", g.op("Min", x, zero), log1p)
 
 
 @symbolic_helper.parse_args("v", "i")
@@ -54,12 +68,17 @@ def channel_shuffle(g, x, groups):
 
 @symbolic_helper.parse_args("v", "v", "i", "f")
 def cosine_similarity(g, x1, x2, dim, eps):
+    scalar = _rank(x1) == 0 and _rank(x2) == 0  # eager reduces a 0-d pair as if 1-d
+    if scalar:
+        x1, x2 = (g.op("Unsqueeze", x, _ints(g, 0)) for x in (x1, x2))
+    x1, x2 = g.op("Expand", x1, g.op("Shape", x2)), g.op("Expand", x2, g.op("Shape", x1))  # broadcast first
+
     def normalized(x):
         norm = g.op("ReduceL2", x, _ints(g, dim), keepdims_i=1)
         clamped = g.op("Add", norm, detach(g, g.op("Sub", g.op("Max", norm, _scalar(g, eps, x)), norm)))
         return g.op("Div", x, clamped)
 
-    return g.op("ReduceSum", g.op("Mul", normalized(x1), normalized(x2)), _ints(g, dim), keepdims_i=0)
+    return g.op("ReduceSum", g.op("Mul", normalized(x1), normalized(x2)), _ints(g, 0 if scalar else dim), keepdims_i=0)
 
 
 @symbolic_helper.parse_args("v", "v", "f", "f", "b")
@@ -72,6 +91,18 @@ def pairwise_distance(g, x1, x2, p, eps, keepdim):
     powered = g.op("Abs", difference) if p == 1 else g.op("Pow", g.op("Abs", difference), _scalar(g, p, x1))
     summed = g.op("ReduceSum", powered, _ints(g, -1), keepdims_i=int(keepdim))
     return summed if p == 1 else g.op("Pow", summed, _scalar(g, 1 / p, x1))
+
+
+@symbolic_helper.parse_args("v", "v", "v", "v", "i")
+def binary_cross_entropy_with_logits(g, x, target, weight, pos_weight, reduction):
+    log_sigmoid_x = log_sigmoid(g, x)
+    if not symbolic_helper._is_none(pos_weight):
+        one = _scalar(g, 1.0, x)
+        log_sigmoid_x = g.op("Mul", log_sigmoid_x, g.op("Add", g.op("Mul", g.op("Sub", pos_weight, one), target), one))
+    loss = g.op("Sub", g.op("Mul", g.op("Sub", _scalar(g, 1.0, x), target), x), log_sigmoid_x)
+    if not symbolic_helper._is_none(weight):
+        loss = g.op("Mul", loss, weight)
+    return _reduce(g, loss, reduction)
 
 
 @symbolic_helper.parse_args("v", "v", "v", "i")
@@ -172,7 +203,8 @@ def alpha_dropout(g, x, p, train):
 MORE_LAYER_SYMBOLICS = {
     "aten::threshold": (threshold, 13), "aten::log_sigmoid": (log_sigmoid, 13), "aten::channel_shuffle": (channel_shuffle, 13),
     "aten::cosine_similarity": (cosine_similarity, 18), "aten::pairwise_distance": (pairwise_distance, 18),
-    "aten::binary_cross_entropy": (binary_cross_entropy, 13), "aten::soft_margin_loss": (soft_margin_loss, 13),
+    "aten::binary_cross_entropy": (binary_cross_entropy, 13),
+    "aten::binary_cross_entropy_with_logits": (binary_cross_entropy_with_logits, 13), "aten::soft_margin_loss": (soft_margin_loss, 13),
     "aten::hinge_embedding_loss": (hinge_embedding_loss, 13), "aten::poisson_nll_loss": (poisson_nll_loss, 13),
     "aten::multi_margin_loss": (multi_margin_loss, 13), "aten::multilabel_margin_loss": (multilabel_margin_loss, 18),
     "aten::alpha_dropout": (alpha_dropout, 13), "aten::feature_alpha_dropout": (alpha_dropout, 13),

@@ -12,6 +12,8 @@ samples (``suites/test_opinfo.py``). Each follows ATen's formula:
 - ``aten::normal``: one draw per element of the tensor operand, in its dtype (torch's draws
   ``RandomNormalLike`` of the *mean*: a number mean gave one value shared by every element, in
   float64), and draws of a given size in the dtype asked (torch's: float64);
+- ``aten::addmm`` with ``beta`` other than 0 and 1 as ``beta * x + alpha * (mat1 @ mat2)``:
+  onnxruntime's ``Gemm`` returns ``x`` unscaled when the inner dimension is empty;
 - float64 where an ONNX attribute or op holds float32 only: ``aten::addmm``'s ``alpha``/``beta``
   (``Gemm``'s float attributes) as float64 constants when float32 does not hold them, ``aten::celu``
   as ``relu(x) + alpha * (exp((x - relu(x)) / alpha) - 1)`` (torch's casts to float32 for ``Celu``);
@@ -91,10 +93,10 @@ def normal(g, mean, std, *rest):
     if len(tensors) == 1:
         like = g.op("Add", mean, std)  # the broadcast shape of both
     drawn = g.op("Add", g.op("Mul", g.op("RandomNormalLike", like), std), mean)
-    return _with_zero_gradient(g, detach(g, drawn), *tensors)
+    return with_zero_gradient(g, detach(g, drawn), *tensors)
 
 
-def _with_zero_gradient(g, value, *sources):
+def with_zero_gradient(g, value, *sources):
     """``value`` plus ``t - t`` (+0) for ``t`` the signs of each source (NaN as 0: finite): where
     eager's derivative formula gives an operand zeros (a draw), its gradient is zeros, not none."""
     for source in sources:
@@ -115,8 +117,10 @@ def addmm(g, x, mat1, mat2, beta, alpha):
     from torch.onnx import symbolic_opset9
 
     scales = [symbolic_helper._maybe_get_const(v, "f") for v in (beta, alpha)]
-    if not (_is_double(mat1) and all(isinstance(v, float) for v in scales)
-            and scales[0] != 0 and not all(map(_float32_holds, scales))):
+    explicit = all(isinstance(v, float) for v in scales) and scales[0] != 0 and (
+        scales[0] != 1  # onnxruntime's Gemm drops beta where mat1 @ mat2 sums nothing (an empty inner dim)
+        or _is_double(mat1) and not all(map(_float32_holds, scales)))
+    if not explicit:
         return symbolic_opset9.addmm(g, x, mat1, mat2, beta, alpha)
     terms = ((x, scales[0]), (g.op("MatMul", mat1, mat2), scales[1]))  # beta * x + alpha * (mat1 @ mat2)
     return g.op("Add", *(g.op("Mul", value, _scalar(g, scale, mat1)) if scale != 1 else value for value, scale in terms))

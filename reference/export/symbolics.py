@@ -21,7 +21,8 @@
 
 torch.nn layers the exporter refuses outright have theirs in :mod:`reference.export.layer_symbolics`
 and :mod:`reference.export.more_layer_symbolics`; ops torch's OpInfo samples found exported wrong, in
-:mod:`reference.export.op_symbolics`.
+:mod:`reference.export.op_symbolics`, and at their edges (unusual arguments, 0-d and broadcast operands) in
+:mod:`reference.export.edge_symbolics` and :mod:`reference.export.reduction_symbolics`.
 
 Registration is scoped (:func:`registered`): a user's own ``torch.onnx.export`` calls are left alone.
 """
@@ -35,6 +36,8 @@ import torch
 from torch.onnx import symbolic_helper, symbolic_opset11
 
 from reference.export.detach import detach
+from reference.export.edge_symbolics import EDGE_SYMBOLICS
+from reference.export.reduction_symbolics import REDUCTION_SYMBOLICS
 from reference.export.layer_symbolics import LAYER_SYMBOLICS
 from reference.export.more_layer_symbolics import MORE_LAYER_SYMBOLICS
 from reference.export.op_symbolics import OP_SYMBOLICS
@@ -59,7 +62,10 @@ def _ints(g, *values: int):
 
 @symbolic_helper.parse_args("v", "i", "i", "v", "v")
 def diff(g, x, n, dim, prepend, append):
-    """``x[1:] - x[:-1]`` along ``dim`` after concatenating ``prepend`` and ``append``, ``n`` times."""
+    """``x[1:] - x[:-1]`` along ``dim`` after concatenating ``prepend`` and ``append``, ``n`` times
+    (``n = 0``: ``x`` itself, as eager's, which then ignores ``prepend`` and ``append``)."""
+    if n == 0:
+        return x
     if x.type().scalarType() == "Bool":
         return symbolic_helper._onnx_unsupported("aten::diff of a bool tensor (logical xor)", x)
     parts = [part for part in (prepend, x, append) if not symbolic_helper._is_none(part)]
@@ -135,7 +141,8 @@ def bincount(g, x, weights, minlength):
 SYMBOLICS = {"aten::diff": (diff, 11), "aten::bincount": (bincount, 18), "aten::softplus": (softplus, 9), "aten::gelu": (gelu, 20),
              "aten::cumsum": (cumsum, 11), "aten::copy": (copy, 9), "aten::detach": (detach, 9),
              "prim::PythonOp": (python_op, 1),
-             **LAYER_SYMBOLICS, **MORE_LAYER_SYMBOLICS, **OP_SYMBOLICS}  # each with the lowest opset its ops exist in
+             **LAYER_SYMBOLICS, **MORE_LAYER_SYMBOLICS, **OP_SYMBOLICS, **EDGE_SYMBOLICS,
+             **REDUCTION_SYMBOLICS}  # each with the lowest opset its ops exist in
 
 
 @contextlib.contextmanager

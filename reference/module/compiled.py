@@ -95,6 +95,8 @@ def build(compiled: Compiled, state: GraphState, trainable_keys: set[str], tenso
     exported = compiled.exported
     wanted = [name for name, needs in zip(exported.input_names, state.inputs_requiring_grad) if needs]
     wanted += [name for name, key in zip(exported.state_names, exported.state_keys) if key in trainable_keys]
+    read = {value.name for value in exported.model.graph.input}
+    wanted = [name for name in wanted if name in read]  # one the graph never reads gets None, as in eager
     staged = [name for name, key in zip(exported.state_names, exported.state_keys)
               if key in trainable_keys] if options.mem_efficient_grad else []
     compiled.sizes = {f"{name}_dim{d}": size for name, t in zip(exported.input_names, tensors)

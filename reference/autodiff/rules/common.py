@@ -125,3 +125,17 @@ def extremum_grads(ctx: GradientContext, node: GradNode) -> dict[int, str]:
         count = ctx.add(count, hit)
     share = ctx.div(node.grad(), count)
     return {i: reduce_to_input(ctx, node, i, ctx.mul(share, hits[i])) for i in node.wanted_inputs}
+
+
+def extremum_reduction_grad(ctx: GradientContext, node: GradNode) -> dict[int, str]:
+    """ReduceMax/ReduceMin: dy goes to the elements equal to the result, split evenly among ties
+    (PyTorch's amax/amin and max()/min() without a dim; ``max(dim)`` picks one index, and the
+    reference exports it as a gather of its argmax, so it never reaches this rule)."""
+    x = ctx.forward(node.input(0))
+    hits = ctx.op("CastLike", ctx.op("Equal", x, expand_to_input(ctx, node, ctx.forward(node.output(0)))), x)
+    axes = reduced_axes(ctx, node)
+    if axes is None and node.attr("noop_with_empty_axes"):
+        count = hits
+    else:
+        count = ctx.op("ReduceSum", hits, *([axes] if axes is not None else []), keepdims=1)
+    return {0: ctx.mul(ctx.div(expand_to_input(ctx, node, node.grad()), count), hits)}

@@ -11,6 +11,7 @@ def depth_to_space_grad(ctx, node):
         return {0: ctx.op("SpaceToDepth", node.grad(), blocksize=block)}
     shape = ctx.shape(x)
     height, width = ctx.op("Gather", shape, ctx.ints([2])), ctx.op("Gather", shape, ctx.ints([3]))
-    blocks = ctx.op("Reshape", node.grad(), ctx.op("Concat", ctx.ints([0, 0]), height, ctx.ints([block]), width,
-                                                    ctx.ints([block]), axis=0))
-    return {0: ctx.op("Reshape", ctx.op("Transpose", blocks, perm=[0, 1, 3, 5, 2, 4]), shape)}
+    leading = ctx.op("Slice", ctx.op("Shape", node.grad()), ctx.ints([0]), ctx.ints([2]))  # N, C (sizes: allowzero)
+    blocks = ctx.op("Reshape", node.grad(), ctx.op("Concat", leading, height, ctx.ints([block]), width,
+                                                    ctx.ints([block]), axis=0), allowzero=1)
+    return {0: ctx.op("Reshape", ctx.op("Transpose", blocks, perm=[0, 1, 3, 5, 2, 4]), shape, allowzero=1)}

@@ -1,5 +1,7 @@
 import math
 
+import numpy as np
+
 from reference.autodiff.registry import gradient_rule
 from reference.autodiff.rules.common import expand_to_input
 
@@ -13,7 +15,8 @@ def reduce_mean_grad(ctx, node):
     x, grad = node.input(0), node.grad()
     count = _static_count(ctx, node)
     if count is None:
-        per_output = ctx.div(ctx.op("ReduceProd", ctx.shape(x), keepdims=0), ctx.op("Size", grad))
+        outputs = ctx.op("Max", ctx.op("Size", grad), ctx.constant(np.array(1, dtype=np.int64)))  # no output (an empty dy): any count will do
+        per_output = ctx.div(ctx.op("ReduceProd", ctx.shape(x), keepdims=0), outputs)
         grad = ctx.div(grad, ctx.op("Cast", per_output, to=ctx.elem_type(x)))
     elif count != 1:
         grad = ctx.mul(grad, ctx.scalar(1 / count, like=x))

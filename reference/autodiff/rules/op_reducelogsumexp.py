@@ -1,0 +1,10 @@
+from reference.autodiff.registry import gradient_rule
+from reference.autodiff.rules.common import expand_to_input
+
+
+@gradient_rule("ReduceLogSumExp")
+def reduce_log_sum_exp_grad(ctx, node):
+    """y = log Σ exp(x) over the axes: dx = dy exp(x - y), the softmax of x along them."""
+    x = ctx.forward(node.input(0))
+    y = expand_to_input(ctx, node, ctx.forward(node.output(0)))
+    return {0: ctx.mul(expand_to_input(ctx, node, node.grad()), ctx.op("Exp", ctx.sub(x, y)))}
