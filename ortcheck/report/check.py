@@ -96,6 +96,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"whose examples pass, that fails otherwise than recorded, or that is numeric below {MARGIN:g}x")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
                         help="--check: the device the entries' examples run on (entries hold where their `when` says)")
+    parser.add_argument("--profile", choices=profiles.PROFILES, default=None,
+                        help="--check: the hypothesis profile the examples run under (default: the environment's); "
+                             "entries `when.profiles` names hold under theirs only")
     parser.add_argument("-n", dest="workers", default="1",
                         help="--check: pytest-xdist workers (default 1; a crash then costs one test, not the check)")
 
@@ -103,7 +106,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     names = [n for n in (args.impl or impls.names()) if impls.get(n).unavailable_reason() is None]
     device = getattr(args, "device", "cpu")
-    here = machine.current(device, profiles.default_profile())  # the profile the check's pytest run draws under
+    profile = getattr(args, "profile", None) or profiles.default_profile()  # the check's pytest run draws under it
+    here = machine.current(device, profile)
     findings = {n: [f for f in manifest.load(impls.get(n).manifest_path()) if f.active_on(here)] for n in names}
     findings = {n: entries for n, entries in findings.items() if entries}
     if not findings:
@@ -111,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     collector = _Collector(findings)
     pytest.main(["-q", "-p", "no:cacheprovider", "--findings-check", "--impl", ",".join(findings), "--device", device,
-                 "-n", str(args.workers), str(SUITES)], plugins=[collector])
+                 "--hypothesis-profile", profile, "-n", str(args.workers), str(SUITES)], plugins=[collector])
     return report(collector.verdicts.values(), device)
 
 
