@@ -6,9 +6,9 @@
 - ``nn.LogSigmoid``: ``-softplus(-x)`` (torch's takes the log of a sigmoid rounded to 1);
 - ``nn.ChannelShuffle``: ``[N, g, C/g, ...]`` transposed to ``[N, C/g, g, ...]``;
 - ``nn.CosineSimilarity``: ``Σ (x1 / max(‖x1‖, eps)) (x2 / max(‖x2‖, eps))``, the clamp applied
-  without a gradient of its own as ATen's (under ``no_grad``), the operands broadcast first and a 0-d
-  pair reduced as 1-d; torch's divides once, takes each norm before broadcasting (a broadcast
-  operand's norm missed its copies) and makes a 0-d result 1-d;
+  without a gradient of its own as ATen's (under ``no_grad``), the operands broadcast first (a 0-d
+  pair reaches it as 1-d: :mod:`reference.export.scalar_dims`); torch's divides once, takes each
+  norm before broadcasting (a broadcast operand's norm missed its copies) and makes a 0-d result 1-d;
 - ``nn.BCEWithLogitsLoss``: ``(1 - t) x - log_sigmoid(x) ((pos_weight - 1) t + 1)``, as ATen's
   (torch's takes ``log(1 - sigmoid(x))``: infinite once sigmoid rounds to 1, from x = 17 in float32,
   and its gradient for the target loses digits well before);
@@ -68,9 +68,6 @@ def channel_shuffle(g, x, groups):
 
 @symbolic_helper.parse_args("v", "v", "i", "f")
 def cosine_similarity(g, x1, x2, dim, eps):
-    scalar = _rank(x1) == 0 and _rank(x2) == 0  # eager reduces a 0-d pair as if 1-d
-    if scalar:
-        x1, x2 = (g.op("Unsqueeze", x, _ints(g, 0)) for x in (x1, x2))
     x1, x2 = g.op("Expand", x1, g.op("Shape", x2)), g.op("Expand", x2, g.op("Shape", x1))  # broadcast first
 
     def normalized(x):
@@ -78,7 +75,7 @@ def cosine_similarity(g, x1, x2, dim, eps):
         clamped = g.op("Add", norm, detach(g, g.op("Sub", g.op("Max", norm, _scalar(g, eps, x)), norm)))
         return g.op("Div", x, clamped)
 
-    return g.op("ReduceSum", g.op("Mul", normalized(x1), normalized(x2)), _ints(g, 0 if scalar else dim), keepdims_i=0)
+    return g.op("ReduceSum", g.op("Mul", normalized(x1), normalized(x2)), _ints(g, dim), keepdims_i=0)
 
 
 @symbolic_helper.parse_args("v", "v", "f", "f", "b")

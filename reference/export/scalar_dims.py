@@ -18,7 +18,8 @@ _TAKING_A_DIM = frozenset({"softmax", "log_softmax", "_softmax", "_log_softmax",
                            "scatter", "scatter_add", "scatter_reduce", "cumsum", "cumprod", "logcumsumexp",
                            "cummax", "cummin", "norm", "linalg_vector_norm", "vector_norm", "kthvalue", "sort",
                            "argsort", "index_select", "index_add", "index_copy", "take_along_dim", "softmin",
-                           "max", "min", "amax", "amin", "aminmax", "argmax", "argmin", "normalize"})
+                           "max", "min", "amax", "amin", "aminmax", "argmax", "argmin", "normalize",
+                           "cosine_similarity"})
 
 
 def _zero_dim(value) -> bool:
