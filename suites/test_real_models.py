@@ -1,20 +1,22 @@
 """Property: tiny real transformer architectures train through the implementation as in eager.
 
-Each architecture of ``ortcheck.models.hf`` (21: decoders with and without grouped-query heads,
-two mixtures of experts, partial rotary, encoder-decoders, encoders, a ViT and a ResNet; random
-weights, no downloads) takes SGD steps on token batches (or 8x8 images) with ``labels`` (the model
-computes its own loss), the last at another batch size and sequence length. The float64 oracle
-judges every step's loss and the gradients of the first step. Models are built with
-``use_cache=False``, as for training; with the cache on, a causal LM also returns its key/value
-cache object, which must pass through as well (one architecture, forward and backward).
-Each architecture also trains with AdamW. These models compute their loss from logits cast to
-float32 even in the float64 run, so the oracle's estimate of eager's own error in a loss is a
+Each architecture of ``ortcheck.models.hf`` (22: decoders with and without grouped-query heads,
+mixtures of experts (Mixtral's experts looped and grouped, Qwen2-MoE), partial rotary,
+encoder-decoders, encoders, a ViT and a ResNet; random weights, no downloads) takes SGD steps on token
+batches (or 8x8 images) with ``labels`` (the model computes its own loss), the last at another batch
+size and sequence length. The float64 oracle judges every step's loss and the gradients of the first
+step. Models are built with ``use_cache=False``, as for training; with the cache on, a causal LM also
+returns its key/value cache object, which must pass through as well (one architecture, forward and
+backward). Each architecture also trains with AdamW. These models compute their loss from logits cast
+to float32 even in the float64 run, so the oracle's estimate of eager's own error in a loss is a
 float32 rounding, and AdamW's normalisation turns gradient differences far below that into whole
-learning-rate steps: AdamW runs are judged by the first step's gradients (no update has happened
-yet) and by the loss curve's envelope (``assert_curve_matches_oracle``: each step's bound is the
-largest eager-to-float64 distance so far), at a learning rate of 1e-3. A mixture of experts also
-trains on two small batches routed to other experts, or to another number of them. Needs ``transformers``
-(``ortcheck[models]``); without it the suite is skipped with the install command.
+learning-rate steps: AdamW runs are judged by the first step's gradients (no update has happened yet)
+and by the loss curve's envelope (``assert_curve_matches_oracle``: each step's bound is the largest
+eager-to-float64 distance so far), at a learning rate of 1e-3. Grouped experts (one grouped matmul,
+no float64 kernel) are judged against float64 runs of the same weights with the experts looped
+(``ortcheck.checks.float64_twins``). A mixture of
+experts also trains on two small batches routed to other experts, or to another number of them. Needs
+``transformers`` (``ortcheck[models]``); without it the suite is skipped with the install command.
 """
 from __future__ import annotations
 
@@ -96,19 +98,20 @@ def _train(impl, options, architecture, optimizer, steps=tuple((step, *shape) fo
     """One step of ``optimizer`` per (seed, batch, length) in ``steps``, for each run: (losses per run,
     gradients per run and step, the experts eager's run hit per step where the model returns its
     router logits)."""
-    eager = hf.ARCHITECTURES[architecture].build(seed=0).to(options.device)
+    arch = hf.ARCHITECTURES[architecture]
+    eager = arch.build(seed=0).to(options.device)
     modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options))
     optimizers = {run: OPTIMIZERS[optimizer]([p for p in module.parameters() if p.requires_grad])
                   for run, module in modules.items()}
     losses, grads, routes = {run: [] for run in RUNS}, {run: [] for run in RUNS}, []
     for step, (seed, batch, length) in enumerate(steps):
-        inputs = input_runs(hf.ARCHITECTURES[architecture].example(seed, batch, length), seed=seed, device=options.device)
+        inputs = input_runs(arch.example(seed, batch, length), seed=seed, device=options.device)
         for run in RUNS:
             optimizers[run].zero_grad(set_to_none=True)
             out = modules[run](**inputs[run])
             out.loss.backward()
             if run == "eager" and getattr(out, "router_logits", None):
-                routes.append(hf.experts_hit(out.router_logits, hf.ARCHITECTURES[architecture]))
+                routes.append(hf.experts_hit(out.router_logits, arch))
             grads[run].append({name: p.grad for name, p in modules[run].named_parameters()})
             optimizers[run].step()
             losses[run].append(out.loss.detach())

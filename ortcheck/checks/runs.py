@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from ortcheck.checks.float64_twins import as_float64_twin
 from ortcheck.checks.rounding import mark_origin, with_rounding
 from ortcheck.nested import map_leaves
 
@@ -52,8 +53,9 @@ def fresh_leaves(data: Any, device: str | None = None) -> Any:
 
 
 def float64_copy(module: torch.nn.Module) -> torch.nn.Module:
-    """A deep copy whose floating parameters and buffers are float64 (same values)."""
-    return copy.deepcopy(module).double()
+    """A deep copy whose floating parameters and buffers are float64 (same values), switched to a
+    float64 formulation where its own kernels have none (:mod:`ortcheck.checks.float64_twins`)."""
+    return as_float64_twin(copy.deepcopy(module).double())
 
 
 def to_float64(data: Any) -> Any:

@@ -2,9 +2,9 @@
 
 Each architecture is its config and model class with the smallest sizes that keep its structure
 (2 layers, 2 heads, hidden 16, vocab 64): grouped-query attention where the architecture has it,
-rotary (partial too) or learned positions, tied or untied heads, mixtures of experts (Mixtral;
-Qwen2-MoE with a shared expert and its router's load-balancing loss), encoder-decoders, encoders,
-and vision models on 8x8 images (a ViT, a ResNet with BatchNorm). Dropout is off, so a step is
+rotary (partial too) or learned positions, tied or untied heads, mixtures of experts (Mixtral, its
+experts looped or grouped; Qwen2-MoE with a shared expert and its router's load-balancing loss),
+encoder-decoders, encoders, and vision models on 8x8 images (a ViT, a ResNet with BatchNorm). Dropout is off, so a step is
 deterministic. The first architectures and Qwen2-MoE use the plain ("eager") attention, which
 every stack exports; the ``*_sdpa`` ones and every other later family keep the family's default
 (sdpa: with grouped-query attention transformers 5 calls ``scaled_dot_product_attention(enable_gqa=True)``).
@@ -98,10 +98,15 @@ ARCHITECTURES = {a.name: a for a in (
     Architecture("gemma", "GemmaConfig", "GemmaForCausalLM",
                  _decoder(intermediate_size=32, num_attention_heads=4, num_key_value_heads=1, head_dim=8), None),
     Architecture("mixtral", "MixtralConfig", "MixtralForCausalLM",
-                 # experts as a loop over the experts hit (transformers' "eager"): the default grouped
-                 # matmul has no float64 kernel, which the oracle's float64 runs need
+                 # experts as a loop over the experts hit (transformers' "eager"; the default, grouped,
+                 # is mixtral_grouped)
                  _decoder(intermediate_size=32, num_key_value_heads=1, sliding_window=None, num_local_experts=4,
                           num_experts_per_tok=2, experts_implementation="eager"), None),
+    Architecture("mixtral_grouped", "MixtralConfig", "MixtralForCausalLM",
+                 # transformers' default experts: tokens sorted by expert, counted with histc, one grouped
+                 # matmul (no float64 kernel: the oracle's float64 runs loop over the experts instead)
+                 _decoder(intermediate_size=32, num_key_value_heads=1, sliding_window=None, num_local_experts=4,
+                          num_experts_per_tok=2), None),
     Architecture("qwen2_moe", "Qwen2MoeConfig", "Qwen2MoeForCausalLM",
                  # eight experts (a small batch routes to only some of them) beside a shared expert
                  # behind a sigmoid gate; the router's load-balancing loss joins the loss; eager attention

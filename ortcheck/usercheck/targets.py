@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import torch
 
+from ortcheck.checks.runs import float64_copy, to_float64
 from ortcheck.nested import leaves
 from ortcheck.usercheck.errors import UserInputError
 
@@ -106,6 +107,10 @@ def validate(model: torch.nn.Module, batch: Batch, loss_fn: Callable, what: str 
     if not isinstance(loss, torch.Tensor) or loss.dim() != 0 or not loss.is_floating_point():
         shape = f"a tensor of shape {list(loss.shape)}" if isinstance(loss, torch.Tensor) else f"a {type(loss).__name__}"
         raise UserInputError(f"the loss must be a floating scalar tensor, got {shape}")
+    exact = float64_copy(model)  # the oracle's truth: without it no check could judge, whatever the pipeline
+    _call_user(lambda: loss_fn(exact(*to_float64(batch.args), **to_float64(batch.kwargs))), (),
+               f"eager PyTorch cannot run the model in float64 on {what}, the computation the checks judge "
+               "against (no pipeline involved)")
 
 
 def _call_user(fn: Callable, args: tuple, failure: str) -> Any:

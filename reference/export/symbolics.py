@@ -9,8 +9,6 @@
   8e-10, 83 times the oracle's bound); we evaluate the formula in float64 and round once.
 - ``aten::cumsum`` of a bool or small-integer tensor is exported as a CumSum of that type, which
   ONNX does not define (onnxruntime refuses the graph); torch sums those in int64, so we cast first.
-- ``aten::bincount`` has no symbolic; a mixture of experts counts its routing with it (transformers'
-  load-balancing loss: how many tokens each expert got).
 - ``aten::detach``, which the exporter erases: kept as ``reference.StopGradient``
   (:mod:`reference.export.detach`), or gradients would flow through it.
 - ``prim::PythonOp``, a custom autograd.Function without a ``symbolic`` of its own: a call back
@@ -22,7 +20,10 @@
 torch.nn layers the exporter refuses outright have theirs in :mod:`reference.export.layer_symbolics`
 and :mod:`reference.export.more_layer_symbolics`; ops torch's OpInfo samples found exported wrong, in
 :mod:`reference.export.op_symbolics`, and at their edges (unusual arguments, 0-d and broadcast operands) in
-:mod:`reference.export.edge_symbolics` and :mod:`reference.export.reduction_symbolics`.
+:mod:`reference.export.edge_symbolics` and :mod:`reference.export.reduction_symbolics`; what a mixture of
+experts routes with (``bincount``, ``histc``, ``_grouped_mm``) in :mod:`reference.export.moe_symbolics`; ops
+eager runs on mixed float dtypes (autocast's float16 activations with float32 parameters) in
+:mod:`reference.export.mixed_dtype_symbolics`.
 
 Registration is scoped (:func:`registered`): a user's own ``torch.onnx.export`` calls are left alone.
 """
@@ -35,6 +36,8 @@ from typing import Iterator
 import torch
 from torch.onnx import symbolic_helper, symbolic_opset11
 
+from reference.export.mixed_dtype_symbolics import MIXED_DTYPE_SYMBOLICS
+from reference.export.moe_symbolics import MOE_SYMBOLICS
 from reference.export.detach import detach
 from reference.export.edge_symbolics import EDGE_SYMBOLICS
 from reference.export.reduction_symbolics import REDUCTION_SYMBOLICS
@@ -122,27 +125,11 @@ def copy(g, x, src, non_blocking=None):
     return g.op("Expand", src, g.op("Shape", x))
 
 
-@symbolic_helper.parse_args("v", "v", "i")
-def bincount(g, x, weights, minlength):
-    """``counts[v]`` = how many entries of ``x`` equal ``v``, for ``v`` below ``max(minlength, max(x) + 1)``
-    (the size follows the values, as torch's does): each entry compared with every ``v``, summed.
-    Weighted counts (a float result to differentiate) are refused by name."""
-    if not symbolic_helper._is_none(weights):
-        return symbolic_helper._onnx_unsupported("aten::bincount with weights", weights)
-    flat = g.op("Cast", g.op("Reshape", x, _ints(g, -1)), to_i=torch.onnx.TensorProtoDataType.INT64)
-    largest = g.op("ReduceMax", flat, keepdims_i=1)  # of no entries: int64's least value
-    size = g.op("Max", g.op("Add", largest, _ints(g, 1)), _ints(g, minlength))
-    values = g.op("Range", _ints(g, 0), g.op("Squeeze", size), _constant(g, 1, torch.int64))
-    hits = g.op("Equal", g.op("Unsqueeze", flat, _ints(g, 1)), values)
-    return g.op("ReduceSum", g.op("Cast", hits, to_i=torch.onnx.TensorProtoDataType.INT64), _ints(g, 0),
-                keepdims_i=0)
-
-
-SYMBOLICS = {"aten::diff": (diff, 11), "aten::bincount": (bincount, 18), "aten::softplus": (softplus, 9), "aten::gelu": (gelu, 20),
+SYMBOLICS = {"aten::diff": (diff, 11), "aten::softplus": (softplus, 9), "aten::gelu": (gelu, 20),
              "aten::cumsum": (cumsum, 11), "aten::copy": (copy, 9), "aten::detach": (detach, 9),
              "prim::PythonOp": (python_op, 1),
              **LAYER_SYMBOLICS, **MORE_LAYER_SYMBOLICS, **OP_SYMBOLICS, **EDGE_SYMBOLICS,
-             **REDUCTION_SYMBOLICS}  # each with the lowest opset its ops exist in
+             **REDUCTION_SYMBOLICS, **MOE_SYMBOLICS, **MIXED_DTYPE_SYMBOLICS}  # each with the lowest opset its ops exist in
 
 
 @contextlib.contextmanager

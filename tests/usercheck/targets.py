@@ -198,3 +198,20 @@ class RunningCentre(torch.nn.Module):
 def running_centre():
     torch.manual_seed(0)
     return torch.nn.Sequential(RunningCentre(), torch.nn.Tanh())
+
+
+class Float32Only(torch.nn.Module):
+    """A layer whose kernel exists in reduced precision only, as ``torch.nn.functional.grouped_mm``'s."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(FEATURES, 2)
+
+    def forward(self, x):
+        if x.dtype == torch.float64:
+            raise RuntimeError("Expected mat_a to be Float32, BFloat16 or Float16 matrix, got Double")
+        return self.linear(x)
+
+
+def float32_only():
+    return Float32Only()

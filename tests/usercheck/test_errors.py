@@ -15,6 +15,8 @@ T = "tests.usercheck.targets"
     ([f"{T}:not_a_module"], "returned a dict, not a torch.nn.Module"),
     ([f"{T}:no_parameters"], "the model has no trainable parameters"),
     ([f"{T}:mlp", "--batch", f"{T}:wrong_width_batch"], "the model rejects a batch of 2 in eager PyTorch"),
+    ([f"{T}:float32_only", "--batch", f"{T}:mlp_batch"],
+     "eager PyTorch cannot run the model in float64 on a batch of 2, the computation the checks judge against"),
     ([f"{T}:mlp", "--loss", f"{T}:vector_loss"], "the loss must be a floating scalar tensor, got a tensor of shape [3]"),
     (["mlp"], "expected MODULE:NAME"),
     ([f"{T}:mlp", "--impl", "nope"], "unknown implementation 'nope'"),

@@ -132,6 +132,20 @@ def test_castlike_casts_the_gradient_back(harness):
     assert grads["x"].dtype == np.float32 and grads["x"].tolist() == [1.0, 2.0, 3.0]
 
 
+def test_castlike_gives_the_input_lending_its_type_a_zero_gradient(harness):
+    """Only the type of ``like`` is read: where it requires grad (our grouped-matmul symbolic types a
+    zero after the rows it multiplies) its gradient is zeros of its shape and type, not missing."""
+    model = harness.make_model(
+        [helper.make_node("CastLike", ["x", "like"], ["y"]), helper.make_node("Mul", ["y", "like"], ["z"])],
+        [("x", TensorProto.DOUBLE, ["n"]), ("like", TensorProto.FLOAT, ["n"])], [("z", TensorProto.FLOAT, ["n"])],
+    )
+    feeds = {"x": np.array([1.0, 2.0, 3.0]), "like": np.array([4.0, 5.0, 6.0], np.float32)}
+    _, grads = harness.run_gradient_graphs(build_gradient_graphs(model, ["x", "like"]), feeds,
+                                           [np.ones(3, np.float32)])
+    assert grads["x"].dtype == np.float64 and grads["x"].tolist() == [4.0, 5.0, 6.0]
+    assert grads["like"].dtype == np.float32 and grads["like"].tolist() == [1.0, 2.0, 3.0]  # from Mul only
+
+
 def test_gelu_node_gradient_tanh_form(harness):
     """A hand-built ``Gelu(approximate="tanh")`` node (opset 20), in float64: torch exports tanh
     GELU through our own float64 symbolic, never as this node, so only a graph built here reaches

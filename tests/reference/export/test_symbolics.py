@@ -197,23 +197,3 @@ def test_bilinear_exports_products_no_operand_of_which_broadcasts_against_the_ot
         assert not batched or (len(left) == len(right) and all(
             a == b or (isinstance(a, str) and isinstance(b, str)) for a, b in zip(left[:-2], right[:-2]))), \
             f"{node.name}: {left} @ {right} broadcasts"
-
-
-class RoutingCounts(torch.nn.Module):
-    """Tokens per expert, as transformers' load-balancing loss counts them."""
-
-    def __init__(self, minlength):
-        super().__init__()
-        self.minlength = minlength
-
-    def forward(self, selected):
-        return torch.bincount(selected.reshape(-1), minlength=self.minlength)
-
-
-@pytest.mark.parametrize("minlength", [0, 4, 9])
-@pytest.mark.parametrize("selected", [[[0, 2], [2, 5]], [[3, 3]], []], ids=["spread", "one_value", "empty"])
-def test_bincount_counts_as_torch_with_as_many_bins(minlength, selected):
-    x = torch.tensor(selected, dtype=torch.int64)
-    module = RoutingCounts(minlength)
-    out = ReferenceModule(module)(x)
-    assert out.dtype == torch.int64 and torch.equal(out, module(x))
