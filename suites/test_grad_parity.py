@@ -3,7 +3,8 @@
 Stacks come from ``ortcheck.strategies.layer_stacks`` (``layer_stacks`` and the pre-LN
 ``transformer_stacks``; dropout p=0, so parity is exact up to float rounding); every value is judged by the float64 oracle (``ortcheck.checks.oracle``). Each
 stack is also run a second time at another batch size on the same wrapped module: dynamic axes
-must make that a reuse, not a wrong answer.
+must make that a reuse, not a wrong answer. The same stacks run under ``torch.autocast`` in float16 and
+bfloat16 (mixed precision): eager's dtypes, and values within the oracle's bound.
 """
 import copy
 
@@ -12,6 +13,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES
 from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_stack_matches_eager, module_runs
 from ortcheck.impls import Capability
 from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
@@ -42,6 +44,23 @@ test_outputs_loss_and_gradients_match_eager = _examples_then_drawn(layer_stacks(
 # Pre-LN transformer layers (the recompute suite's stacks, whose property is bitwise equality with
 # level 0: this is where level 0 itself is judged against eager). Each example exports a deeper model.
 test_transformer_stacks_match_eager = _examples_then_drawn(transformer_stacks(half_storage=False), 0.2)
+
+
+@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=lambda dtype: str(dtype).removeprefix("torch."))
+def test_outputs_loss_and_gradients_match_eager_under_autocast(impl, options, manifest_examples, autocast):
+    """Mixed precision as users train: each call under ``torch.autocast`` in float16 or bfloat16.
+    The outputs' and gradients' dtypes must be eager's (float16 products, float32 softmax and
+    losses), and their values within the oracle's bound, whose scale is eager's own error under
+    the same autocast state. The manifest's examples (known failing stacks) run first."""
+    for text in manifest_examples:
+        assert_stack_matches_eager(impl, options, *stack_example(text), autocast=autocast)
+
+    @costly(0.5)
+    @given(stack=layer_stacks(), seed=st.integers(0, 2**16))
+    def drawn(stack, seed):
+        assert_stack_matches_eager(impl, options, stack, seed, autocast=autocast)
+
+    drawn()
 
 
 def test_bloom_lm_trains_20_steps_like_eager(impl, options):

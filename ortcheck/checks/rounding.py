@@ -17,7 +17,8 @@ sample (a float32 ±1-ulp sample of two equal sums cancels half the time: tests/
 
 Left alone, so that structure stays the module's: values the factor would make non-finite
 (``finfo.min`` attention masks), aliases (views, in-place results, buffers updated in place) and
-integer results. ``ORTCHECK_ORACLE_ROUNDING=0`` switches it off (``bench/oracle_calibration.py``).
+integer results. Under ``torch.autocast`` the precision sampled is autocast's (:func:`autocast_precision`).
+``ORTCHECK_ORACLE_ROUNDING=0`` switches it off (``bench/oracle_calibration.py``).
 """
 from __future__ import annotations
 
@@ -39,6 +40,15 @@ def precision(dtypes: Iterable[torch.dtype]) -> float:
     eps = [torch.finfo(d if d in (torch.float32, torch.float64) else torch.float32).eps
            for d in dtypes if d.is_floating_point]
     return max(eps, default=0.0)
+
+
+def autocast_precision() -> float:
+    """The unit roundoff of the ``torch.autocast`` region the call runs in (0.0: none). autocast
+    leaves the float64 run alone, while eager's products round to float16 or bfloat16: the sampled
+    rounding takes that precision for every result of the region (ops autocast keeps in float32 are
+    sampled as coarsely: a bound looser there, never one tighter than eager's own rounding)."""
+    return max((torch.finfo(torch.get_autocast_dtype(device)).eps for device in ("cpu", "cuda")
+                if torch.is_autocast_enabled(device)), default=0.0)
 
 
 def mark_origin(copy: torch.Tensor, original: torch.Tensor) -> torch.Tensor:
@@ -99,7 +109,7 @@ def with_rounding(module: torch.nn.Module, seed: int, computed_in: Iterable[torc
     modes: list = []
 
     def enter(_, args, kwargs):
-        eps = precision([*held, *_input_origins([args, kwargs])])
+        eps = max(precision([*held, *_input_origins([args, kwargs])]), autocast_precision())
         modes.append(_Rounding(eps, generator) if eps else contextlib.nullcontext())
         modes[-1].__enter__()
 

@@ -27,7 +27,11 @@ rules, per forward call:
 - likewise where the input axes of size 1 differ from those of the call the graph was built for
   (``Call.unit_axes``), the pipeline *may* re-export ("the input axes of size 1 changed"): a trace
   cannot tell an axis of 1 from one that broadcasts, nor follow code that branches on ``size == 1``
-  (torch.export specializes sizes 0 and 1 for that reason). Other size changes never re-export.
+  (torch.export specializes sizes 0 and 1 for that reason). Other size changes never re-export;
+- likewise where the call enters, leaves or switches the dtype of a ``torch.autocast`` region
+  (``Call.autocast``), the pipeline *may* re-export ("the autocast state changed"): a trace bakes in
+  autocast's casts; one that keeps a graph per autocast state may reuse it. Whether the values and
+  dtypes are eager's is the oracle's to judge.
 """
 from __future__ import annotations
 
@@ -49,8 +53,9 @@ DATA_CHANGED = ("a value the trace turned into control flow changed (the graph i
                 "routing such as a mixture of experts' experts hit)")
 UNIT_AXES_CHANGED = "the input axes of size 1 changed (a trace may specialize an axis of size 1)"
 SIZE_READ_CHANGED = "a size the forward read into Python changed (the trace baked in its branch, count or value)"
+AUTOCAST_CHANGED = "the autocast state changed (the trace baked in autocast's casts)"
 REUSED = "reuse: nothing changed"
-REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, UNIT_AXES_CHANGED,
+REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, AUTOCAST_CHANGED, UNIT_AXES_CHANGED,
            SIZE_READ_CHANGED, DATA_CHANGED,
            INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
 COUNTERS = ("exports", "gradient_builds", "sessions", "fallbacks")
@@ -79,6 +84,7 @@ class Call:
     control_values: tuple | None = None  # what eager's forward read into control flow (None: not recorded)
     unit_axes: tuple | None = None  # per user tensor, its axes of size 1 (unit_axes(); None: not recorded)
     size_reads: SizeReads | None = None  # what eager's forward decided on the sizes (None: not recorded)
+    autocast: tuple = ()  # (dtype,) of the torch.autocast region the call ran in; () outside one
     tensors: tuple = dataclasses.field(default=(), compare=False, repr=False)  # the user tensors (their sizes)
 
 
@@ -152,6 +158,8 @@ class Contract:
 
 def _may_reexport(built: Call, call: Call) -> str | None:
     """Why a pipeline may re-export for ``call`` though the contract does not require it, if it may."""
+    if built.autocast != call.autocast:
+        return AUTOCAST_CHANGED
     if None not in (built.unit_axes, call.unit_axes) and built.unit_axes != call.unit_axes:
         return UNIT_AXES_CHANGED
     if built.size_reads is not None and not built.size_reads.hold_for(list(call.tensors)):

@@ -15,6 +15,7 @@ import dataclasses
 
 import torch
 
+from ortcheck.checks.autocast import autocast_region
 from ortcheck.checks.oracle import assert_matches_oracle
 from ortcheck.checks.runs import RUNS, input_runs, module_runs
 from ortcheck.impls.base import Implementation, Options
@@ -51,6 +52,7 @@ class Scenario:
         self.training = True
         self.frozen: frozenset[str] = frozenset()
         self.attribute_sets = 0
+        self.autocast = "off"
         self.memory_options = memory_options(options)
         self.actions: list = []
         self._pending: _Pending | None = None
@@ -89,12 +91,14 @@ class Scenario:
         self.inputs = self.inputs.after(action)
         args, kwargs = self.inputs.make(seed=action.seed, device=self.device)
         runs_args = input_runs(args, seed=action.seed)
-        with torch.set_grad_enabled(not action.no_grad):
+        self.autocast = action.autocast or self.autocast
+        dtype = None if self.autocast == "off" else getattr(torch, self.autocast)
+        with torch.set_grad_enabled(not action.no_grad), autocast_region(self.device, dtype):
             outputs = {run: self.modules[run](*runs_args[run], **kwargs) for run in RUNS}
         self.contract.forward(Call(self.inputs.signature, self.training, self.device, self.attribute_sets,
                                    self.inputs.requiring_grad, frozenset(self._parameter_names()) - self.frozen,
                                    grad_enabled=not action.no_grad, memory_options=self.memory_options,
-                                   unit_axes=unit_axes(args)))
+                                   unit_axes=unit_axes(args), autocast=() if dtype is None else (dtype,)))
         assert_matches_oracle(outputs, path="output")
         actual, expected = outputs["actual"], outputs["eager"]
         assert actual.requires_grad == expected.requires_grad, (

@@ -74,7 +74,8 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     buffer = io.BytesIO()
     try:
         with torch.no_grad(), warnings.catch_warnings(), _default_dtype(_float_dtypes(module, tensors)), \
-                _buffers_kept(module, flat), symbolics_registered(opset), python_calls.recorded() as calls:
+                _buffers_kept(module, flat), symbolics_registered(opset), _autocast_uncached(tensors), \
+                python_calls.recorded() as calls:
             warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
             # autograd_inlining=False: a custom autograd.Function stays one op, exported by its own
             # ``symbolic`` or kept as a call back into torch (python_calls); inlined, its forward
@@ -99,6 +100,18 @@ def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], sche
     output_names = tuple(value.name for value in model.graph.output)
     return ExportedGraph(model, input_names, state_names, state_keys, output_names, flat.output_schema, flat.written,
                          tuple(calls), flat.guards.values, tuple(flat.guards.kinds))
+
+
+def _autocast_uncached(tensors: Sequence[torch.Tensor]):
+    """The caller's autocast state, traced as it is, with autocast's cache of cast weights off: a weight
+    cast earlier in the same autocast region (an eager call of the same module) would come out of the
+    cache with no trace behind it and be exported as a constant (pytorch#84092)."""
+    devices = {t.device.type for t in tensors} | {"cpu"}
+    enabled = [d for d in sorted(devices) if torch.is_autocast_enabled(d)]
+    if not enabled:
+        return contextlib.nullcontext()
+    device = enabled[0]
+    return torch.autocast(device, dtype=torch.get_autocast_dtype(device), cache_enabled=False)
 
 
 @contextlib.contextmanager

@@ -20,6 +20,10 @@ or whose Python read a size (``if x.shape[0] > 2``, ``range(x.shape[0])``), fits
 recompute the same values (``guard_values``, :mod:`reference.export.data_guards`): another value
 re-exports, the reason naming the kind of the first guard that changed (``guard_kinds``).
 
+A trace under ``torch.autocast`` records autocast's casts (float32 products in float16 or bfloat16,
+softmax and losses promoted back): a graph fits only the autocast state (enabled, dtype) it was traced
+in, so entering, leaving or switching autocast re-exports.
+
 Graphs are cached per mode, like ORTModule's training and inference managers: returning to a mode
 whose graph is still valid reuses it, so alternating train/eval (validation every N steps) costs
 one export per mode, not one per switch. A forward under ``torch.no_grad()`` records no autograd
@@ -28,6 +32,8 @@ graph, so it never rebuilds gradients: it runs the forward of the graph already 
 from __future__ import annotations
 
 import dataclasses
+
+import torch
 
 from reference.nested_io import Schema
 
@@ -46,10 +52,17 @@ LENGTH_CHANGED = "the length a recurrence was unrolled over changed (the graph h
 DATA_CHANGED = ("a value the trace turned into control flow changed (the graph is keyed by it: data-dependent "
                 "routing such as a mixture of experts' experts hit)")
 SIZE_READ_CHANGED = "a size the forward read into Python changed (the trace baked in its branch, count or value)"
+AUTOCAST_CHANGED = "the autocast state changed (the trace baked in autocast's casts)"
 REUSED = "reuse: nothing changed"
-REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, UNIT_AXES_CHANGED, SIZES_CHANGED,
+REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_CHANGED, AUTOCAST_CHANGED,
+           UNIT_AXES_CHANGED, SIZES_CHANGED,
            LENGTH_CHANGED, SIZE_READ_CHANGED, DATA_CHANGED,
            INPUTS_GRAD_CHANGED, TRAINABLE_CHANGED, MEMORY_OPTIONS_CHANGED, REUSED)
+
+
+def autocast_state(device: str) -> tuple:
+    """What a trace under ``torch.autocast`` on ``device`` bakes in: its dtype where it is enabled."""
+    return (torch.get_autocast_dtype(device),) if torch.is_autocast_enabled(device) else ()
 
 
 def unit_axes(tensors) -> tuple[tuple[int, ...], ...]:
@@ -70,6 +83,7 @@ class GraphState:
     sizes: tuple | None = None               # per user tensor, where the graph returns Python values
     guard_values: tuple | str | None = None  # where the trace baked values in: the graph's guards for this call
     guard_kinds: tuple[str, ...] = ()        # per guard, what it holds: "value", "size" or "length"
+    autocast: tuple = ()                     # (dtype,) of autocast on the device, when enabled there
 
     @classmethod
     def of_call(cls, module, tensors, schema: Schema, device: str, module_version: int = 0,
@@ -77,7 +91,7 @@ class GraphState:
         """The state a forward of ``module`` on flattened ``tensors`` asks for."""
         state = cls(schema, module.training, device, tuple(t.requires_grad for t in tensors),
                     tuple(p.requires_grad for _, p in module.named_parameters()), module_version, memory_options,
-                    unit_axes(tensors))  # every graph is keyed by its axes of size 1
+                    unit_axes(tensors), autocast=autocast_state(device))  # every graph: its axes of size 1
         return state.keyed_by_sizes(tensors) if size_keyed else state
 
     def keyed_by_sizes(self, tensors) -> "GraphState":
@@ -99,7 +113,7 @@ class Transition:
 REUSE = Transition(False, False, REUSED)
 # A device move changes the inputs' device too: naming the device is the more useful reason.
 _EXPORT_CHECKS = (("device", DEVICE_CHANGED), ("schema", SCHEMA_CHANGED), ("training", MODE_CHANGED),
-                  ("module_version", MODULE_CHANGED), ("unit_axes", UNIT_AXES_CHANGED),
+                  ("module_version", MODULE_CHANGED), ("autocast", AUTOCAST_CHANGED), ("unit_axes", UNIT_AXES_CHANGED),
                   ("sizes", SIZES_CHANGED), ("guard_values", DATA_CHANGED))
 
 

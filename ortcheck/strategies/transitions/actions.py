@@ -36,10 +36,13 @@ class Forward(_ReadableRepr):
     reduction: str | None = None  # "none" | "sum" | "mean"
     repeats: int | None = None
     factor: int | float | None = None  # multiplied into the output: graph arithmetic
+    autocast: str | None = None  # torch.autocast from now on: "off" | "float16" | "bfloat16"
 
     def __post_init__(self):
         if self.sizes not in ("same", "other"):
             raise ValueError(f"sizes must be 'same' or 'other', got {self.sizes!r}")
+        if self.autocast not in (None, "off", "float16", "bfloat16"):
+            raise ValueError(f"autocast must be 'off', 'float16' or 'bfloat16', got {self.autocast!r}")
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

@@ -36,6 +36,7 @@ CHANGES = {
     "no_grad": st.builds(Forward, sizes=st.sampled_from(["same", "other"]), no_grad=st.just(True), seed=SEEDS),
     "device": st.builds(MoveTo, device=st.sampled_from(["cpu", "cuda"])),
     "recompute": st.builds(SetMemoryOptimizer, level=st.sampled_from([0, 1, 2])),
+    "autocast": st.builds(Forward, autocast=st.sampled_from(["off", "float16", "bfloat16"]), seed=SEEDS),
 }
 FAMILIES = (*CHANGES, "mixed")
 GPU_FAMILIES = ("device",)
@@ -74,6 +75,10 @@ EXAMPLES: dict[str, tuple[tuple, ...]] = {
     "recompute": ((Forward(), Step(), SetMemoryOptimizer(level=1), Forward(), Step(), SetMemoryOptimizer(level=2),
                    Forward(no_grad=True), Forward(sizes="other"), Step(), SetMemoryOptimizer(level=0),
                    SetMode(training=False), Forward(), Step()),),
+    # mixed precision from the first call, then off (a graph kept from the bfloat16 call is caught by the
+    # float32 oracle), to the other dtype, and back, between training steps
+    "autocast": ((Forward(autocast="bfloat16"), Step(), Forward(autocast="off"), Step(), Forward(autocast="float16"),
+                  Step(), Forward(sizes="other"), Step(), Forward(autocast="bfloat16"), Step()),),
 }
 
 

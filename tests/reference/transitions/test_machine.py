@@ -7,7 +7,7 @@ import torch
 
 from reference.nested_io import flatten
 from reference.transitions import REASONS, GraphState, Graphs, Transition, decide
-from reference.transitions.machine import (FIRST_FORWARD, MEMORY_OPTIONS_CHANGED, MODE_CHANGED, MODULE_CHANGED, REUSE, REUSED, LENGTH_CHANGED, DATA_CHANGED, SIZE_READ_CHANGED, SCHEMA_CHANGED, SIZES_CHANGED,
+from reference.transitions.machine import (AUTOCAST_CHANGED, FIRST_FORWARD, MEMORY_OPTIONS_CHANGED, MODE_CHANGED, MODULE_CHANGED, REUSE, REUSED, LENGTH_CHANGED, DATA_CHANGED, SIZE_READ_CHANGED, SCHEMA_CHANGED, SIZES_CHANGED,
                                            TRAINABLE_CHANGED, UNIT_AXES_CHANGED, unit_axes)
 
 
@@ -113,11 +113,24 @@ def test_every_reason_is_in_the_vocabulary():
         state(data=(torch.zeros(2, 3, 1),)), state(training=False), state(device="cuda"),
         dataclasses.replace(BASE, module_version=1), state(inputs_grad=(False,)), state(trainable=(False, True)),
         dataclasses.replace(BASE, memory_options=(1, ())), dataclasses.replace(BASE, sizes=((3, 3),)),
-        dataclasses.replace(BASE, guard_values=((2, 1),)), dataclasses.replace(BASE, unit_axes=((0,),)))}
+        dataclasses.replace(BASE, guard_values=((2, 1),)), dataclasses.replace(BASE, unit_axes=((0,),)),
+        dataclasses.replace(BASE, autocast=(torch.float16,)))}
     guarded = dataclasses.replace(BASE, guard_values=((1, 2), (1,), (5,)), guard_kinds=("value", "size", "length"))
     seen |= {decide(guarded, dataclasses.replace(guarded, guard_values=values)).reason
              for values in (((1, 2), (1,), (6,)), ((1, 2), (0,), (5,)))}
     assert seen == set(REASONS)
+
+
+def test_a_call_records_the_autocast_region_of_its_device():
+    """A trace bakes in autocast's casts: entering, switching or leaving autocast re-exports."""
+    tensors = (torch.zeros(2, 3),)
+    calls = []
+    for region in (torch.autocast("cpu", enabled=False), torch.autocast("cpu", dtype=torch.bfloat16),
+                   torch.autocast("cpu", dtype=torch.float16)):
+        with region:
+            calls.append(GraphState.of_call(torch.nn.Linear(3, 2), tensors, flatten(tensors)[1], "cpu"))
+    assert [c.autocast for c in calls] == [(), (torch.bfloat16,), (torch.float16,)]
+    assert [decide(a, b).reason for a, b in zip(calls, calls[1:])] == [AUTOCAST_CHANGED] * 2
 
 
 def test_the_reason_names_the_kind_of_the_first_guard_that_changed():
