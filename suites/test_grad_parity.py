@@ -10,10 +10,11 @@ import copy
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES
+from ortcheck.checks.grad_scaler import assert_scaled_steps_match_eager
 from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_stack_matches_eager, module_runs
 from ortcheck.impls import Capability
 from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
@@ -59,6 +60,27 @@ def test_outputs_loss_and_gradients_match_eager_under_autocast(impl, options, ma
     @given(stack=layer_stacks(), seed=st.integers(0, 2**16))
     def drawn(stack, seed):
         assert_stack_matches_eager(impl, options, stack, seed, autocast=autocast)
+
+    drawn()
+
+
+def test_grad_scaler_steps_match_eager(impl, options, manifest_examples):
+    """float16 autocast with ``GradScaler``: steps whose scaled gradients overflow are skipped and the
+    scale backs off, the others step with unscaled, clipped gradients (``ortcheck.checks.grad_scaler``):
+    the scales and skipped steps equal eager's, the parameters after every step pass the oracle."""
+    def scaled_steps(stack, seed):
+        eager = stack.build_module(seed).to(options.device)
+        modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options), seed)
+        assert_scaled_steps_match_eager(stack, modules, seed, steps=4, device=options.device)
+
+    for text in manifest_examples:
+        scaled_steps(*stack_example(text))
+
+    @costly(0.2)
+    @given(stack=layer_stacks(), seed=st.integers(0, 2**16))
+    def drawn(stack, seed):
+        assume(any(True for _ in stack.build_module(seed).parameters()))  # nothing to step
+        scaled_steps(stack, seed)
 
     drawn()
 

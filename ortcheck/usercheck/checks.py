@@ -13,6 +13,7 @@ from typing import Callable
 
 import torch
 
+from ortcheck.checks.autocast import autocast_region
 from ortcheck.checks.bitwise import assert_bitwise_equal
 from ortcheck.checks.oracle import assert_curve_matches_oracle
 from ortcheck.checks.runs import RUNS, fresh_leaves
@@ -40,6 +41,11 @@ class Subject:
     optimizer: str = "sgd"
     sizes: tuple[int, int] = SIZES
     input_grads: str = "as-given"  # which input tensors are differentiated (calls.INPUT_GRADS)
+    autocast: str | None = None  # every call under torch.autocast in this dtype ("float16", "bfloat16")
+
+    def region(self):
+        """The ``torch.autocast`` region every call of the checks runs in (none without ``autocast``)."""
+        return autocast_region(self.options.device, getattr(torch, self.autocast) if self.autocast else None)
 
     def batch(self, size: int, seed: int = 0) -> Batch:
         return requiring_grad(make_batch(self.batch_fn, size, seed), self.input_grads)
@@ -144,7 +150,8 @@ def run_check(name: str, subject: Subject) -> Outcome:
     """The check's outcome; it runs in a child process (:mod:`ortcheck.usercheck.isolated`), so a crash
     of the implementation fails this check alone."""
     try:
-        return Outcome(name, PASS, isolated(CHECKS[name], subject, device=subject.options.device, name=f"check {name!r}"))
+        return Outcome(name, PASS, isolated(_in_region, CHECKS[name], subject, device=subject.options.device,
+                                            name=f"check {name!r}"))
     except Crashed as crash:
         return Outcome(name, FAIL, str(crash))
     except NotApplicable as reason:
@@ -155,6 +162,11 @@ def run_check(name: str, subject: Subject) -> Outcome:
         return Outcome(name, FAIL, _noted(str(error).splitlines()[0] if str(error) else "assertion failed", error))
     except Exception as error:  # the pipeline raised (inputs were validated in eager before any check)
         return Outcome(name, FAIL, _noted(raised(error), error))
+
+
+def _in_region(check: Callable[[Subject], str], subject: Subject) -> str:
+    with subject.region():
+        return check(subject)
 
 
 def _noted(line: str, error: BaseException) -> str:

@@ -88,13 +88,15 @@ class CheckResult:
     device: str
     outcomes: tuple[Outcome, ...]
     localization: Localization | None = None
+    autocast: str | None = None
 
     @property
     def ok(self) -> bool:
         return all(o.status != FAIL for o in self.outcomes)
 
     def format(self) -> str:
-        lines = [f"ortcheck check {self.target} --impl {self.impl} --device {self.device}"]
+        autocast = f" --autocast {self.autocast}" if self.autocast else ""
+        lines = [f"ortcheck check {self.target} --impl {self.impl} --device {self.device}{autocast}"]
         width = max(len(o.check) for o in self.outcomes)
         first_with: dict[str, str] = {}
         for o in self.outcomes:

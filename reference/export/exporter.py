@@ -32,7 +32,9 @@ from reference.export.errors import ExportError
 from reference.export.simplify import (drop_zero_dropouts, explicit_same_pads, fold_integer_constants,
                                        output_padding_as_pads)
 from reference.export.symbolics import registered as symbolics_registered
+from reference.seams import Seam
 
+AUTOCAST_TRACED = Seam("exports under the caller's autocast state", True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +112,8 @@ def _autocast_uncached(tensors: Sequence[torch.Tensor]):
     enabled = [d for d in sorted(devices) if torch.is_autocast_enabled(d)]
     if not enabled:
         return contextlib.nullcontext()
+    if not AUTOCAST_TRACED.value:
+        return torch.autocast(enabled[0], enabled=False)
     device = enabled[0]
     return torch.autocast(device, dtype=torch.get_autocast_dtype(device), cache_enabled=False)
 

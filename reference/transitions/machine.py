@@ -36,6 +36,9 @@ import dataclasses
 import torch
 
 from reference.nested_io import Schema
+from reference.seams import Seam
+
+AUTOCAST_KEYED = Seam("graphs keyed by the autocast state", True)
 
 # The fixed vocabulary of reasons (``Transition.reason``).
 FIRST_FORWARD = "first forward"
@@ -62,7 +65,8 @@ REASONS = (FIRST_FORWARD, MODE_CHANGED, SCHEMA_CHANGED, DEVICE_CHANGED, MODULE_C
 
 def autocast_state(device: str) -> tuple:
     """What a trace under ``torch.autocast`` on ``device`` bakes in: its dtype where it is enabled."""
-    return (torch.get_autocast_dtype(device),) if torch.is_autocast_enabled(device) else ()
+    keyed = AUTOCAST_KEYED.value and torch.is_autocast_enabled(device)
+    return (torch.get_autocast_dtype(device),) if keyed else ()
 
 
 def unit_axes(tensors) -> tuple[tuple[int, ...], ...]:

@@ -144,3 +144,24 @@ def test_a_mixture_of_experts_passes_when_another_batch_routes_elsewhere(name):
     result = check_model(zoo.qwen2_moe, zoo.qwen2_moe_batch, zoo.loss, impl=name,
                          checks=("new batch size",), localize_failures=False)
     assert result.ok, result.format()
+
+
+@pytest.mark.parametrize("autocast", ["float16", "bfloat16"])
+def test_under_autocast_the_reference_passes_and_a_pipeline_ignoring_it_fails(autocast, capsys):
+    """``--autocast``: every call in the user's mixed-precision region. A pipeline that exports
+    without it returns float32 where eager returns the autocast dtype: the gradients check names it."""
+    from controls.autocast import IgnoresAutocast
+
+    passing = check_model(targets.mlp, targets.mlp_batch, targets.mean_loss, impl="reference", steps=2,
+                          checks=("gradients", "training steps"), localize_failures=False, autocast=autocast)
+    assert passing.ok and passing.format().startswith(f"ortcheck check") and f"--autocast {autocast}" in passing.format()
+    failing = check_model(targets.mlp, targets.mlp_batch, targets.mean_loss, impl=IgnoresAutocast(), steps=2,
+                          checks=("gradients",), localize_failures=False, autocast=autocast)
+    assert failing.outcomes[0].status == FAIL and f"where eager gives torch.{autocast}" in failing.outcomes[0].detail
+
+
+def test_an_unknown_autocast_dtype_is_refused():
+    from ortcheck.usercheck import UserInputError
+
+    with pytest.raises(UserInputError, match="autocast 'float8'"):
+        check_model(targets.mlp, targets.mlp_batch, autocast="float8")

@@ -5,9 +5,10 @@ runs (:func:`for_device`), each rewrite one module with one job.
   only in absolute terms, so a saturated sigmoid's gradient came out relatively wrong; float64
   ``LayerNormalization`` as the ops it is defined by (:mod:`.double_normalizers`): both kernels keep
   float64 statistics at float32 accuracy.
-- On the CPU: bfloat16 (autocast's, or a model in bfloat16) computed in float32 between casts
-  (:mod:`.bfloat16_in_float32`), as torch's CPU kernels do: onnxruntime's CPU provider has almost no
-  bfloat16 kernels.
+- On the CPU: float16 and bfloat16 (autocast's, or a model in half precision) computed in float32
+  between explicit casts (:mod:`.half_in_float32`), rounded after every op as torch's CPU kernels
+  do: onnxruntime's CPU provider has almost no bfloat16 kernels, and runs float16 ops it lacks in
+  float32 without the rounding (or the overflow) between them.
 - On CUDA: the first runs on an H200 (onnxruntime-gpu 1.31.1) found kernels refusing inputs ONNX
   defines and the CPU kernels compute: reductions dropping an empty axis, ``Gelu`` of a 0-d tensor,
   the variadic ``Sum`` of empty tensors. These only move shapes around or split a node into the ops
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import onnx
 
-from reference.runtime.kernel_forms.bfloat16_in_float32 import bfloat16_in_float32
+from reference.runtime.kernel_forms.half_in_float32 import half_in_float32
 from reference.runtime.kernel_forms.cuda_dropout import recomputed_dropout_as_cuda
 from reference.runtime.kernel_forms.deterministic_scatter import double_scatter_add_as_products, scatter_add_as_products
 from reference.runtime.kernel_forms.double_normalizers import double_layer_norm_decomposed, double_softmax_decomposed
@@ -37,7 +38,7 @@ from reference.runtime.kernel_forms.kept_axes import keep_reduced_axes
 from reference.runtime.kernel_forms.sum_chain import sum_as_adds
 
 EVERYWHERE = (exact_sigmoid, double_layer_norm_decomposed)
-CPU_ONLY = (bfloat16_in_float32,)
+CPU_ONLY = (half_in_float32,)
 CUDA_ONLY = (keep_reduced_axes, gelu_with_an_axis, sum_as_adds, double_scatter_add_as_products,
              double_softmax_decomposed, recomputed_dropout_as_cuda)
 CUDA_DETERMINISTIC = (scatter_add_as_products,)

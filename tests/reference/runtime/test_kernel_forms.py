@@ -206,3 +206,36 @@ def test_sigmoid_from_exp_is_relatively_accurate_where_the_kernel_is_not(dtype):
     assert relative(y).max() < 16
     assert list(y[-4:]) == [0.0, 1.0, 0.5, 0.5]
     assert np.isnan(run(rewritten, np.array([np.nan], dtype=numpy_dtype)))[0]
+
+
+def _half_model(elem_type: int):
+    """x (float32) -> half -> x*x + x -> MatMul with itself transposed -> float32: each op's result in
+    the half type, as a graph traced under autocast holds them."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Cast", ["x"], ["h"], to=elem_type),
+             helper.make_node("Mul", ["h", "h"], ["square"]),
+             helper.make_node("Add", ["square", "h"], ["sum"]),
+             helper.make_node("Transpose", ["sum"], ["sum_t"]),
+             helper.make_node("MatMul", ["sum", "sum_t"], ["product"]),
+             helper.make_node("Cast", ["product"], ["y"], to=TensorProto.FLOAT)]
+    return helper.make_model(helper.make_graph(nodes, "half", [x], [y]), opset_imports=[helper.make_opsetid("", 17)],
+                             ir_version=8)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_ops_round_after_every_op_as_torchs_cpu_kernels(dtype):
+    """Bitwise torch's CPU result (float32 compute, rounding to the half type after every op), and
+    the overflow to inf GradScaler relies on, which onnxruntime's own float16 fallback drops."""
+    import torch
+
+    half = getattr(torch, dtype)
+    x = np.array([[300.0, 1.0001, -2.5], [0.3, 1e-3, 7.0]], np.float32)
+    model = _half_model(TensorProto.FLOAT16 if dtype == "float16" else TensorProto.BFLOAT16)
+    h = torch.from_numpy(x).to(half)
+    s = h * h + h
+    want = (s @ s.T).float().numpy()
+    got = run(for_device(model, "cpu"), x)
+    assert np.array_equal(got, want, equal_nan=True), f"{got} != {want}"
+    if dtype == "float16":
+        assert np.isinf(want).any()  # 300**2 + 300 overflows float16's products: the case that matters
