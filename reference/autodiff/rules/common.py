@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from onnx import TensorProto
+
 from reference.autodiff.context import GradientContext
 from reference.autodiff.grad_node import GradNode
 from reference.autodiff.registry import Rule
@@ -38,6 +40,21 @@ def log_softmax_backward(ctx: GradientContext, grad: str, log_probs: str, axis: 
     """dx = dy - softmax(x) * sum(dy) for y = log_softmax(x); ``log_probs`` is y, read in backward."""
     total = ctx.op("ReduceSum", grad, ctx.ints([axis]), keepdims=1)
     return ctx.sub(grad, ctx.mul(ctx.op("Exp", log_probs), total))
+
+
+_HALVES = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+
+
+def fused_in_float32(ctx: GradientContext, build: Callable[..., str], *values: str) -> str:
+    """``build(*values)``, with half-precision values cast to float32 first and the result cast back
+    once: torch's fused backward kernels (softmax's, log-softmax's) compute in float32 and round once,
+    where the ops of the formula, each rounded to float16 or bfloat16, lose the cancellation that makes
+    a key bias's gradient zero (bfloat16: 77 times eager's error)."""
+    half = ctx.elem_type(values[0])
+    if half not in _HALVES:
+        return build(*values)
+    wide = [ctx.op("Cast", v, to=TensorProto.FLOAT) for v in values]
+    return ctx.op("Cast", build(*wide), to=half)
 
 
 def normalized_axis(ctx: GradientContext, node: GradNode, value: str | None = None) -> int:

@@ -1,11 +1,13 @@
 from reference.autodiff.registry import gradient_rule
-from reference.autodiff.rules.common import normalized_axis
+from reference.autodiff.rules.common import fused_in_float32, normalized_axis
 
 
 @gradient_rule("Softmax")
 def softmax_grad(ctx, node):
-    """dx = y * (dy - sum(dy * y)) along the axis, from the output."""
-    y = ctx.forward(node.output(0))
+    """dx = y * (dy - sum(dy * y)) along the axis, from the output (in float32 for half precision)."""
     axis = ctx.ints([normalized_axis(ctx, node)])
-    dot = ctx.op("ReduceSum", ctx.mul(node.grad(), y), axis, keepdims=1)
-    return {0: ctx.mul(y, ctx.sub(node.grad(), dot))}
+
+    def formula(y, dy):
+        return ctx.mul(y, ctx.sub(dy, ctx.op("ReduceSum", ctx.mul(dy, y), axis, keepdims=1)))
+
+    return {0: fused_in_float32(ctx, formula, ctx.forward(node.output(0)), node.grad())}
