@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from ortcheck.convergence import cases, runner
 from ortcheck.checks import assert_bitwise_equal, kept_tensors
+from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, autocast_region
 from ortcheck.convergence.determinism import Determinism, applied
 from ortcheck.impls import Capability
 from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
@@ -179,6 +180,20 @@ test_recompute_with_dropout_changes_no_number = pytest.mark.parametrize("level",
 test_applied_plans_are_what_was_asked = pytest.mark.parametrize("level", LEVELS)(for_canonical_and_drawn(_applied_as_asked))
 test_kept_bytes_drop_by_the_claimed_saving = pytest.mark.requires(Capability.KEPT_TENSORS_VISIBLE)(
     pytest.mark.parametrize("level", LEVELS)(for_canonical_and_drawn(_kept_bytes_drop_as_claimed)))
+
+
+@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=lambda dtype: str(dtype).removeprefix("torch."))
+@pytest.mark.parametrize("level", (1, 2))
+def test_recompute_under_autocast_changes_no_number(impl, options, level, autocast):
+    """Mixed precision: under ``torch.autocast`` the levels still change no number (each level's
+    graphs hold the same casts; what is recomputed rounds as it did the first time)."""
+    @heavy
+    @given(stack=transformer_stacks(), seed=st.integers(0, 2**16))
+    def drawn(stack, seed):
+        with autocast_region(options.device, autocast):
+            _no_number_changes(impl, options, stack, seed, {"memory_opt_level": level}, level)
+
+    drawn()
 
 
 @pytest.mark.requires(Capability.KEPT_TENSORS_VISIBLE)
