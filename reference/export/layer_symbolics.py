@@ -261,6 +261,10 @@ def scaled_dot_product_attention(g, query, key, value, attn_mask=None, dropout_p
         heads = lambda x: g.op("Slice", g.op("Shape", x), _ints(g, -3), _ints(g, -2))  # noqa: E731
         repeats = g.op("Div", heads(query), heads(key))
         key, value = _repeat_heads(g, key, repeats), _repeat_heads(g, value, repeats)
+    if not symbolic_helper._is_none(scale):
+        # an explicit float scale meets a bfloat16 query (autocast): cast here, or the exporter's own
+        # type promotion casts it to ONNX type 15 (complex128: torch's enum number for bfloat16)
+        scale = g.op("Cast", scale, to_i=_type_utils.JitScalarType.from_value(query).onnx_type())
     return symbolic_opset14.scaled_dot_product_attention(g, query, key, value, attn_mask, dropout_p, is_causal, scale,
                                                          False)
 
