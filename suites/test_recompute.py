@@ -184,14 +184,21 @@ test_kept_bytes_drop_by_the_claimed_saving = pytest.mark.requires(Capability.KEP
 
 @pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=lambda dtype: str(dtype).removeprefix("torch."))
 @pytest.mark.parametrize("level", (1, 2))
-def test_recompute_under_autocast_changes_no_number(impl, options, level, autocast):
+def test_recompute_under_autocast_changes_no_number(impl, options, level, autocast, manifest_examples):
     """Mixed precision: under ``torch.autocast`` the levels still change no number (each level's
-    graphs hold the same casts; what is recomputed rounds as it did the first time)."""
+    graphs hold the same casts; what is recomputed rounds as it did the first time). The manifest's
+    examples (``(stack, seed)``) run first."""
+    def check(stack, seed):
+        with autocast_region(options.device, autocast):
+            _no_number_changes(impl, options, stack, seed, {"memory_opt_level": level}, level)
+
+    for text in manifest_examples:
+        check(*stack_example(text)[:2])
+
     @heavy
     @given(stack=transformer_stacks(), seed=st.integers(0, 2**16))
     def drawn(stack, seed):
-        with autocast_region(options.device, autocast):
-            _no_number_changes(impl, options, stack, seed, {"memory_opt_level": level}, level)
+        check(stack, seed)
 
     drawn()
 
