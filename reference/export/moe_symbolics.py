@@ -15,26 +15,19 @@ from __future__ import annotations
 import torch
 from torch.onnx import symbolic_helper
 
-try:
-    from torch.onnx._internal.torchscript_exporter import _type_utils
-except ImportError:  # torch < 2.9
-    from torch.onnx import _type_utils
+from reference.export.layer_symbolics import _cast_like, _ints, _scalar, _type_utils
 
 _INT64 = torch.onnx.TensorProtoDataType.INT64
 
 
-def _constant(g, value, dtype: torch.dtype):
-    return g.op("Constant", value_t=torch.tensor(value, dtype=dtype))
-
-
-def _ints(g, *values: int):
-    return _constant(g, values, torch.int64)
+def _int64(g, value: int):
+    return g.op("Constant", value_t=torch.tensor(value, dtype=torch.int64))
 
 
 def _count_each(g, positions, size):
     """``counts[v]`` = how many of the int64 ``positions`` (1-d) equal ``v``, for ``v`` in ``[0, size)``:
     each compared with every ``v``, summed (int64)."""
-    values = g.op("Range", _constant(g, 0, torch.int64), size, _constant(g, 1, torch.int64))
+    values = g.op("Range", _int64(g, 0), size, _int64(g, 1))
     hits = g.op("Equal", g.op("Unsqueeze", positions, _ints(g, 1)), values)
     return g.op("ReduceSum", g.op("Cast", hits, to_i=_INT64), _ints(g, 0), keepdims_i=0)
 
@@ -51,17 +44,17 @@ def bincount(g, x, weights, minlength):
     return _count_each(g, flat, g.op("Squeeze", size))
 
 
-def _edges(g, flat, low: float, high: float, dtype: torch.dtype):
+def _edges(g, flat, low: float, high: float, like):
     """torch's outer edges: ``[min, max]`` as given; where they are equal, the data's own extremes
     (when there is data); still equal, widened by one each side."""
-    low_edge, high_edge = _constant(g, low, dtype), _constant(g, high, dtype)
+    low_edge, high_edge = _scalar(g, low, like), _scalar(g, high, like)
     if low != high:
         return low_edge, high_edge
-    has_data = g.op("Greater", g.op("Size", flat), _constant(g, 0, torch.int64))
+    has_data = g.op("Greater", g.op("Size", like), _int64(g, 0))
     low_edge = g.op("Where", has_data, g.op("ReduceMin", flat, keepdims_i=0), low_edge)
     high_edge = g.op("Where", has_data, g.op("ReduceMax", flat, keepdims_i=0), high_edge)
     same = g.op("Equal", low_edge, high_edge)
-    one = _constant(g, 1, dtype)
+    one = _scalar(g, 1, like)
     return (g.op("Where", same, g.op("Sub", low_edge, one), low_edge),
             g.op("Where", same, g.op("Add", high_edge, one), high_edge))
 
@@ -77,23 +70,23 @@ def histc(g, x, bins, low, high):
     if low > high:
         return symbolic_helper._onnx_unsupported("aten::histc with max below min", x)
     flat = g.op("Reshape", x, _ints(g, -1))
-    low_edge, high_edge = _edges(g, flat, low, high, dtype)
+    low_edge, high_edge = _edges(g, flat, low, high, x)
     inside = g.op("And", g.op("GreaterOrEqual", flat, low_edge), g.op("LessOrEqual", flat, high_edge))
-    scaled = g.op("Div", g.op("Mul", g.op("Sub", flat, low_edge), _constant(g, bins, dtype)),
+    scaled = g.op("Div", g.op("Mul", g.op("Sub", flat, low_edge), _scalar(g, bins, x)),
                   g.op("Sub", high_edge, low_edge))
-    safe = g.op("Where", inside, scaled, _constant(g, 0, dtype))  # NaN and out-of-range: no cast of them
+    safe = g.op("Where", inside, scaled, _scalar(g, 0, x))  # NaN and out-of-range: no cast of them
     positions = g.op("Min", g.op("Cast", safe, to_i=_INT64), _ints(g, bins - 1))
     positions = g.op("Where", inside, positions, _ints(g, -1))  # -1 matches no bin
-    counts = _count_each(g, positions, _constant(g, bins, torch.int64))
-    return g.op("CastLike", counts, x)
+    counts = _count_each(g, positions, _int64(g, bins))
+    return _cast_like(g, counts, x)
 
 
 def _grouped_rows(g, a, b, offs):
     """``a`` (rows, k) times ``b[e]`` (k, n) for the rows ``offs[e-1]:offs[e]``: each row's expert is how
     many offsets lie at or below it; each row times its expert's matrix (a gather, then a batched
     product). Rows past the last offset, which torch's kernel leaves unwritten, are zero."""
-    rows = g.op("Range", _constant(g, 0, torch.int64), g.op("Squeeze", g.op("Shape", a, start_i=0, end_i=1)),
-                _constant(g, 1, torch.int64))
+    rows = g.op("Range", _int64(g, 0), g.op("Squeeze", g.op("Shape", a, start_i=0, end_i=1)),
+                _int64(g, 1))
     ends = g.op("Unsqueeze", g.op("Cast", offs, to_i=_INT64), _ints(g, 0))
     expert = g.op("ReduceSum", g.op("Cast", g.op("LessOrEqual", ends, g.op("Unsqueeze", rows, _ints(g, 1))),
                                     to_i=_INT64), _ints(g, 1), keepdims_i=0)
@@ -101,7 +94,7 @@ def _grouped_rows(g, a, b, offs):
     owned = g.op("Less", expert, experts)
     weights = g.op("Gather", b, g.op("Min", expert, g.op("Sub", experts, _ints(g, 1))), axis_i=0)
     products = g.op("Squeeze", g.op("MatMul", g.op("Unsqueeze", a, _ints(g, 1)), weights), _ints(g, 1))
-    return g.op("Where", g.op("Unsqueeze", owned, _ints(g, 1)), products, g.op("CastLike", _constant(g, 0, torch.int64), a))
+    return g.op("Where", g.op("Unsqueeze", owned, _ints(g, 1)), products, _scalar(g, 0.0, a))
 
 
 def grouped_mm(g, a, b, offs=None, bias=None, out_dtype=None):
