@@ -12,22 +12,29 @@ Parameters are (op, dtype, shape class): ``regular`` (ranks 1-4, no empty side),
 zero-size dimension) and ``scalar`` (0-d inputs), so every example of a parameter exercises what
 its id names. Cases a manifest entry lists as ``examples`` run first, so a recorded finding fails
 under any seed.
+
+Under ``torch.autocast`` (float16, bfloat16) the same check runs every op autocast acts on, on this
+device: products and convolutions on float32 operands (it computes them in half), losses and, on
+CUDA, softmax and layer_norm on half operands (it computes them in float32). Which ops those are is
+eager's answer on a probe case, not a list of ours.
 """
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
+from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, LOWERS, autocast_role
 from ortcheck.checks.one_op import check_one_op
 from ortcheck.impls import Capability
-from ortcheck.strategies.ops import Input, OpCase, op_cases, parameters
+from ortcheck.pytest_plugin import not_applicable
+from ortcheck.strategies.ops import OPS, Input, OpCase, op_cases, parameters
 
 pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
 
 
-def check_case(impl, options, case: OpCase, seed: int) -> None:
+def check_case(impl, options, case: OpCase, seed: int, autocast: torch.dtype | None = None) -> None:
     """One case through ``impl`` and the oracle's runs: outputs, then every input gradient."""
-    check_one_op(impl, options, case.call, case.make_inputs(seed, options.device), seed, case.op)
+    check_one_op(impl, options, case.call, case.make_inputs(seed, options.device), seed, case.op, autocast)
 
 
 def _examples() -> settings:
@@ -37,8 +44,7 @@ def _examples() -> settings:
 
 @pytest.mark.parametrize("op, dtype, shapes", [pytest.param(*p, id="-".join(p)) for p in parameters()])
 def test_op_outputs_and_input_gradients_match_eager(impl, options, op, dtype, shapes, manifest_examples):
-    for text in manifest_examples:
-        case = eval(text, {"OpCase": OpCase, "Input": Input})
+    for case in _manifest_cases(manifest_examples):
         if (case.op, case.dtype) == (op, dtype):
             check_case(impl, options, case, seed=0)
 
@@ -46,5 +52,32 @@ def test_op_outputs_and_input_gradients_match_eager(impl, options, op, dtype, sh
     @given(data=st.data(), seed=st.integers(0, 2**16))
     def drawn(data, seed):
         check_case(impl, options, data.draw(op_cases(op, dtype, shapes), label="case"), seed)
+
+    drawn()
+
+
+def _manifest_cases(manifest_examples: list[str]) -> list[OpCase]:
+    return [eval(text, {"OpCase": OpCase, "Input": Input}) for text in manifest_examples]
+
+
+@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=lambda dtype: str(dtype).removeprefix("torch."))
+@pytest.mark.parametrize("op", [op for op in OPS if "regular" in OPS[op].classes])
+def test_op_under_autocast_matches_eager(impl, options, op, autocast, manifest_examples):
+    """Each op autocast acts on, called in its region on the operands it recasts; n/a where eager's
+    autocast leaves the op alone on this device."""
+    device = torch.device(options.device).type
+    probe = find(op_cases(op), lambda case: True, settings=settings(database=None, derandomize=True))
+    role = autocast_role(probe.call, probe.make_inputs(0, options.device), device, autocast)
+    if role is None:
+        not_applicable(f"autocast leaves {op} alone on {device}")
+    dtype = "float32" if role == LOWERS else str(autocast).removeprefix("torch.")
+    for case in _manifest_cases(manifest_examples):
+        if case.op == op and case.dtype == dtype:
+            check_case(impl, options, case, seed=0, autocast=autocast)
+
+    @_examples()
+    @given(data=st.data(), seed=st.integers(0, 2**16))
+    def drawn(data, seed):
+        check_case(impl, options, data.draw(op_cases(op, dtype), label="case"), seed, autocast)
 
     drawn()

@@ -9,10 +9,12 @@ the dtype of every output and gradient must be eager's (:func:`ortcheck.checks.o
 from __future__ import annotations
 
 import contextlib
+from typing import Callable, Sequence
 
 import torch
 
 DTYPES = (torch.float16, torch.bfloat16)
+LOWERS, PROMOTES = "lowers", "promotes"
 
 
 def autocast_region(device: str, dtype: torch.dtype | None):
@@ -20,3 +22,22 @@ def autocast_region(device: str, dtype: torch.dtype | None):
     if dtype is None:
         return contextlib.nullcontext()
     return torch.autocast(device, dtype=dtype)
+
+
+def autocast_role(call: Callable, inputs: Sequence[torch.Tensor], device: str, dtype: torch.dtype) -> str | None:
+    """What eager's autocast does to ``call`` on ``device``, found by running it (its policy differs
+    per device and torch version): :data:`LOWERS` (float32 operands computed in ``dtype``, products and
+    convolutions), :data:`PROMOTES` (``dtype`` operands computed in float32: losses everywhere, softmax
+    and layer_norm on CUDA) or None (the op runs in its operands' dtype)."""
+    def floats_out(operand_dtype: torch.dtype) -> set[torch.dtype]:
+        cast = [t.detach().to(operand_dtype) if t.is_floating_point() else t for t in inputs]
+        with torch.no_grad(), autocast_region(device, dtype):
+            outputs = call(*cast)
+        outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+        return {o.dtype for o in outputs if isinstance(o, torch.Tensor) and o.is_floating_point()}
+
+    if dtype in floats_out(torch.float32):
+        return LOWERS
+    if torch.float32 in floats_out(dtype):
+        return PROMOTES
+    return None

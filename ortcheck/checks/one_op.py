@@ -9,6 +9,7 @@ from typing import Callable
 
 import torch
 
+from ortcheck.checks.autocast import autocast_region
 from ortcheck.checks.oracle import assert_matches_oracle
 from ortcheck.checks.runs import RUNS, input_runs, module_runs
 
@@ -28,11 +29,14 @@ def _as_tuple(outputs) -> tuple:
     return outputs if isinstance(outputs, tuple) else (outputs,)
 
 
-def check_one_op(impl, options, call: Callable, inputs: tuple[torch.Tensor, ...], seed: int, label: str) -> None:
-    """``call`` on ``inputs`` through ``impl`` and the oracle's runs (``label`` names it in failures)."""
+def check_one_op(impl, options, call: Callable, inputs: tuple[torch.Tensor, ...], seed: int, label: str,
+                 autocast: torch.dtype | None = None) -> None:
+    """``call`` on ``inputs`` through ``impl`` and the oracle's runs (``label`` names it in failures);
+    the forward under ``autocast`` in that dtype (backward outside it, as training runs it)."""
     modules = module_runs(OneOp(call), impl.wrap(OneOp(call), options), seed)
     runs = input_runs(inputs, seed)
-    outputs = {run: _as_tuple(modules[run](*runs[run])) for run in RUNS}
+    with autocast_region(torch.device(options.device).type, autocast):
+        outputs = {run: _as_tuple(modules[run](*runs[run])) for run in RUNS}
     assert_matches_oracle(outputs, path=f"{label} outputs")
     flags = [o.requires_grad for o in outputs["eager"]]
     assert [o.requires_grad for o in outputs["actual"]] == flags, f"{label}: outputs requiring grad differ from eager's"

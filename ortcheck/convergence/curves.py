@@ -12,12 +12,14 @@ class Curve:
     """One training run: per-step ``loss``, ``grad_norm`` (before clipping) and ``lr`` (used by the step).
 
     ``fallback_steps`` lists the steps during which the implementation reported running in eager
-    PyTorch instead of its own pipeline (a parity that proves nothing about the pipeline).
+    PyTorch instead of its own pipeline (a parity that proves nothing about the pipeline);
+    ``skipped_steps`` those a GradScaler skipped because a scaled gradient overflowed.
     """
 
     seed: int
     metrics: dict[str, list[float]]
     fallback_steps: list[int] = dataclasses.field(default_factory=list)
+    skipped_steps: list[int] = dataclasses.field(default_factory=list)
 
     @property
     def steps(self) -> int:
@@ -25,12 +27,12 @@ class Curve:
 
     def to_json(self) -> dict:
         return {"seed": self.seed, **{name: list(values) for name, values in self.metrics.items()},
-                "fallback_steps": list(self.fallback_steps)}
+                "fallback_steps": list(self.fallback_steps), "skipped_steps": list(self.skipped_steps)}
 
     @classmethod
     def from_json(cls, data: dict) -> "Curve":
         return cls(data["seed"], {name: [float(v) for v in data[name]] for name in METRICS},
-                   list(data.get("fallback_steps", [])))
+                   list(data.get("fallback_steps", [])), list(data.get("skipped_steps", [])))
 
 
 @dataclasses.dataclass

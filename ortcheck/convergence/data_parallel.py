@@ -42,7 +42,7 @@ def train(case: Case, model: torch.nn.Module, batches: list, seed: int, settings
     args = (case.loss, model, batches, seed, settings, options, impl, training)
     found = run_ranks(_rank, args, case.ranks, TIMEOUT_S, f"{case.name} ranks of {impl.name}", backend,
                       preload=(*RANK_PRELOAD, __name__))
-    return Curve(seed, found["metrics"], found["fallback_steps"])
+    return Curve(seed, found["metrics"], found["fallback_steps"], found["skipped_steps"])
 
 
 def _rank(rank: int, world_size: int, loss: Callable, model: torch.nn.Module, batches: list, seed: int, settings,
@@ -56,7 +56,7 @@ def _rank(rank: int, world_size: int, loss: Callable, model: torch.nn.Module, ba
                  for inputs, target in batches]
         curve = train_steps(loss, ddp, shard, seed, device, training, fallbacks=lambda: fallbacks_of(impl, wrapped),
                             loss_value=_mean_over_ranks)
-    return {"metrics": curve.metrics, "fallback_steps": curve.fallback_steps}
+    return {"metrics": curve.metrics, "fallback_steps": curve.fallback_steps, "skipped_steps": curve.skipped_steps}
 
 
 def _rows(tensor: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:

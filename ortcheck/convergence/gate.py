@@ -94,6 +94,9 @@ def oracle_parity(runs: Mapping[str, CaseRun], metrics: tuple[str, ...] = ("loss
     float32 error and operand rounding give it; ``exact_metrics`` (the learning rate) equal to eager's."""
     eager, actual = runs["eager"], runs["actual"]
     failures = _hard_failures(eager, actual)
+    failures += [f"seed {e.seed}: eager's scaled gradients overflowed at steps {e.skipped_steps}: the case's loss "
+                 f"scale leaves no margin (the float64 runs cannot overflow, so they cannot follow)"
+                 for e in eager.curves if e.skipped_steps]
     rows, worst, beyond = [], 0.0, []
     if not failures:
         for index, (e, a) in enumerate(zip(eager.curves, actual.curves)):
@@ -129,6 +132,9 @@ def _hard_failures(expected: CaseRun, actual: CaseRun) -> list[str]:
             bad = next((i for i, v in enumerate(a.metrics[metric]) if not math.isfinite(v)), None)
             if bad is not None:
                 failures.append(f"seed {e.seed}: {metric} is {a.metrics[metric][bad]} at step {bad}")
+        if a.skipped_steps != e.skipped_steps:
+            failures.append(f"seed {a.seed}: GradScaler skipped steps {a.skipped_steps} (a scaled gradient overflowed), "
+                            f"{expected.impl} skipped {e.skipped_steps}")
         if a.fallback_steps:
             failures.append(f"seed {a.seed}: {actual.impl} fell back to eager PyTorch at steps {a.fallback_steps}")
     return failures

@@ -53,7 +53,7 @@ def run_all(case: Case, impl: Implementation, options: Options = Options(), step
                 curves[run].append(train(case, copy.deepcopy(run_model), data[run], seed, settings, options, None,
                                          case.training))
     with determinism.applied(settings, options.device):  # torch's flags as the runs had them
-        fingerprint = determinism.fingerprint(options.device, "float32", settings.threads,
+        fingerprint = determinism.fingerprint(options.device, case.training.dtype, settings.threads,
                                               impl.kernels(initial, options.device))
     elapsed = time.perf_counter() - started
 

@@ -127,3 +127,13 @@ FP32_STEPS = StepTolerance(
     tail_bias=1e-5,
 )
 FP32_PARITY = CurveTolerance({"loss": FP32_STEPS, "grad_norm": FP32_STEPS, "lr": EXACT_STEPS})
+
+# Mixed precision: a golden on another covered stack (CPU kernel level, threads) rounds its products
+# to float16 / bfloat16 elsewhere; the windows scale with the dtype's unit roundoff (calibration in
+# docs/architecture.md, "Mixed precision").
+MIXED_PARITY = {
+    dtype: CurveTolerance({metric: dataclasses.replace(FP32_STEPS, windows=tuple(
+        Window(w.start, w.rtol * factor, w.atol * factor) for w in FP32_STEPS.windows), tail_bias=FP32_STEPS.tail_bias * factor)
+        for metric in ("loss", "grad_norm")} | {"lr": EXACT_STEPS})
+    for dtype, factor in (("float16", 2.0 ** 8), ("bfloat16", 2.0 ** 13))
+}

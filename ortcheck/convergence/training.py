@@ -14,6 +14,7 @@ import torch
 
 OPTIMIZERS = ("sgd", "adamw")
 SCHEDULES = ("constant", "cosine", "step")
+AUTOCAST = ("float16", "bfloat16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,6 +28,8 @@ class TrainingConfig:
     warmup_steps: int = 0
     max_grad_norm: float | None = 1.0  # clip before the step; the recorded norm is the unclipped one
     seeds: tuple[int, ...] = (0,)  # one run per seed (several for statistical cases)
+    autocast: str | None = None    # forward and loss under torch.autocast in this dtype (None: off)
+    loss_scale: float | None = None  # torch.amp.GradScaler at this fixed scale (a power of two: unscaling is exact)
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -35,6 +38,15 @@ class TrainingConfig:
             raise ValueError(f"unknown schedule {self.schedule!r}; valid: {', '.join(SCHEDULES)}")
         if self.steps < 1 or not self.seeds:
             raise ValueError("a case needs at least one step and one seed")
+        if self.autocast is not None and self.autocast not in AUTOCAST:
+            raise ValueError(f"unknown autocast dtype {self.autocast!r}; valid: {', '.join(AUTOCAST)}")
+        if self.loss_scale is not None and not (self.loss_scale > 0 and math.frexp(self.loss_scale)[0] == 0.5):
+            raise ValueError(f"loss_scale must be a positive power of two, got {self.loss_scale!r}")
+
+    @property
+    def dtype(self) -> str:
+        """The precision the forward computes in, as goldens name it: autocast's dtype, or float32."""
+        return self.autocast or "float32"
 
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
@@ -47,6 +59,14 @@ def build_optimizer(parameters: Iterable[torch.nn.Parameter], config: TrainingCo
     if config.optimizer == "sgd":
         return torch.optim.SGD(trainable, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
     return torch.optim.AdamW(trainable, lr=config.lr, weight_decay=config.weight_decay)
+
+
+def build_scaler(config: TrainingConfig, device: str) -> torch.amp.GradScaler | None:
+    """The case's GradScaler (None without ``loss_scale``): its scale never grows, so every run scales
+    by the same power of two and a step is skipped only where a gradient overflowed."""
+    if config.loss_scale is None:
+        return None
+    return torch.amp.GradScaler(torch.device(device).type, init_scale=config.loss_scale, growth_interval=2 ** 30)
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, config: TrainingConfig) -> torch.optim.lr_scheduler.LRScheduler:

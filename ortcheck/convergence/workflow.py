@@ -77,10 +77,12 @@ def check(case: cases.Case, impl: Implementation, options: Options = Options(), 
     steps = steps or case.training.steps
     runs = runner.run_all(case, impl, options, steps, oracle=isinstance(case.tolerance, CurveTolerance))
     outcome = Outcome(case, runs["eager"], runs["actual"], parity(case, runs),
-                      goldens.path_for(golden_root, case.name, impl.name, options.device), record_command=record_command)
+                      goldens.path_for(golden_root, case.golden_folder, impl.name, options.device, case.training.dtype),
+                      record_command=record_command)
     if update:
         if outcome.parity.ok:
-            goldens.write(outcome.golden_path, goldens.Golden(outcome.actual, case.config(steps), case.tolerance))
+            goldens.write(outcome.golden_path, goldens.Golden(outcome.actual, case.config(steps), case.tolerance,
+                                                                  case.training.dtype))
             outcome.updated = True
         return outcome
     try:

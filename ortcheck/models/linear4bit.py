@@ -109,10 +109,24 @@ class MatMul4Bit(torch.autograd.Function):
 
     @staticmethod
     def symbolic(g, x, data, absmax, shape, block_size, quant_type, training):
+        half = _autocast_dtype() if x.type().scalarType() == "Float" else None
+        if half is not None:  # the product is on autocast's list: eager computes it in the region's dtype
+            x, absmax = (g.op("Cast", value, to_i=_ONNX_HALF_TYPES[half]) for value in (x, absmax))
         flat = g.op("Reshape", data, g.op("Constant", value_t=torch.tensor([-1], dtype=torch.int64)))
         y = g.op("com.microsoft::MatMulBnb4", x, flat, absmax, K_i=shape[1], N_i=shape[0], block_size_i=block_size,
                  quant_type_i=quant_type, training_mode_i=int(training))
         return y
+
+
+_ONNX_HALF_TYPES = {torch.float16: 10, torch.bfloat16: 16}  # onnx.TensorProto.FLOAT16, BFLOAT16
+
+
+def _autocast_dtype() -> torch.dtype | None:
+    """The dtype of the autocast region the export runs in (None: none)."""
+    for device in ("cpu", "cuda"):
+        if torch.is_autocast_enabled(device):
+            return torch.get_autocast_dtype(device)
+    return None
 
 
 def _bitsandbytes_matmul(x: torch.Tensor, layer: "Linear4Bit") -> torch.Tensor:

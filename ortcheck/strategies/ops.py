@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 
 FLOAT_DTYPES = ("float32", "float64")
+HALF_DTYPES = ("float16", "bfloat16")  # a case's inputs in half precision: what autocast promotes to float32 gets them
 SHAPE_CLASSES = ("regular", "empty", "scalar")
 MAX_SIDE = 3
 
@@ -526,8 +527,8 @@ def op_cases(draw, op: str, dtype: str = "float32", shapes: str = "regular") -> 
         raise ValueError(f"unknown op {op!r}; valid: {', '.join(OPS)}")
     if shapes not in OPS[op].classes:
         raise ValueError(f"op {op!r} has no {shapes!r} cases; it has: {', '.join(OPS[op].classes)}")
-    if dtype not in FLOAT_DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; valid: {', '.join(FLOAT_DTYPES)}")
+    if dtype not in FLOAT_DTYPES + HALF_DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; valid: {', '.join(FLOAT_DTYPES + HALF_DTYPES)}")
     inputs, attrs = draw(OPS[op].cases(Shapes(shapes)))
     differentiable = [i for i, spec in enumerate(inputs) if spec.differentiable]
     chosen = draw(st.sets(st.sampled_from(differentiable), min_size=1)) if differentiable else set()

@@ -6,6 +6,8 @@ case alike and a golden file can record its configuration. Adding a case: one mo
 under extra :class:`~ortcheck.impls.Options` (``options``, e.g. a memory-optimizer level) and name
 the capabilities that needs (``requires``), and train it data-parallel on ``ranks`` processes
 (DDP; eager and the float64 runs train once on the whole batches, which DDP must reproduce).
+A case in mixed precision (its training's ``autocast`` and ``loss_scale``) keeps its goldens beside
+its float32 case's (``golden_case``), one file per dtype.
 """
 from __future__ import annotations
 
@@ -35,20 +37,27 @@ class Case:
     options: Mapping[str, object] = dataclasses.field(default_factory=dict)  # Options fields for the implementation's side
     requires: tuple[str, ...] = ()                     # Capability names the options need
     ranks: int = 1                                     # >1: the implementation's side trains under DDP
+    golden_case: str | None = None                     # folder of its goldens under golden/ (default: name)
 
     def __post_init__(self):
         if self.ranks < 1:
             raise ValueError(f"case {self.name!r}: ranks must be at least 1, got {self.ranks}")
+
+    @property
+    def golden_folder(self) -> str:
+        return self.golden_case or self.name
 
     def config(self, steps: int) -> dict:
         """What a golden records about how the curve was made (compared before a golden is trusted)."""
         extra = {"options": dict(self.options)} if self.options else {}
         if self.ranks > 1:
             extra["ranks"] = self.ranks
-        return {"description": self.description, **self.training.to_json(), "steps": steps, **extra}
+        training = {key: value for key, value in self.training.to_json().items() if value is not None
+                    or key not in ("autocast", "loss_scale")}  # float32 goldens predate the two
+        return {"description": self.description, **training, "steps": steps, **extra}
 
 
-_MODULES = ("mlp", "bloom_lm", "bloom_lm_recompute", "qlora", "ddp", "dropout", "bloom_lm_large")
+_MODULES = ("mlp", "bloom_lm", "bloom_lm_recompute", "qlora", "ddp", "dropout", "bloom_lm_large", "mixed_precision")
 
 
 def _load() -> dict[str, Case]:
