@@ -10,6 +10,8 @@ the unscaled, clipped gradients otherwise.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
 from ortcheck.checks.autocast import autocast_region
@@ -21,24 +23,37 @@ CLIP = 1.0
 FOLLOWERS = {"exact": "eager", "nudged_exact": "nudged"}  # float64 runs take their float32 twin's decisions
 
 
+def sgd(params):  # the optimizer the drawn stacks step with
+    return torch.optim.SGD(params, lr=0.1)
+
+
 def _scaler(device: str) -> torch.amp.GradScaler:
     return torch.amp.GradScaler(device, init_scale=OVERFLOWING, growth_factor=OVERFLOWING / SAFE,
                                 backoff_factor=SAFE / OVERFLOWING, growth_interval=1)
 
 
 def assert_scaled_steps_match_eager(stack, modules: dict, seed: int, steps: int, device: str) -> None:
-    """``steps`` scaled SGD steps per run: the scales and skipped steps equal eager's, and the
-    parameters after every step within the oracle's bound."""
-    optimizers = {run: torch.optim.SGD(modules[run].parameters(), lr=0.1) for run in RUNS}
+    """``steps`` scaled SGD steps per run of a drawn stack (its inputs and loss)."""
+    assert_scaled_training_matches_eager(
+        modules, lambda step: input_runs(stack.make_inputs(seed + step), seed=step, device=device),
+        lambda module, inputs: stack.loss(module(*inputs)), steps, device)
+
+
+def assert_scaled_training_matches_eager(modules: dict, inputs_of: Callable[[int], dict], loss_of: Callable,
+                                         steps: int, device: str, optimizer: Callable = sgd) -> None:
+    """``steps`` scaled optimizer steps per run (``inputs_of(step)``: each run's inputs, ``loss_of(module,
+    inputs)``: the loss, computed in the autocast region): the scales and skipped steps equal eager's,
+    and the parameters after every step within the oracle's bound."""
+    optimizers = {run: optimizer([p for p in modules[run].parameters() if p.requires_grad]) for run in RUNS}
     scalers = {run: _scaler(device) for run in RUNS if run not in FOLLOWERS}
     history = {run: [] for run in scalers}  # per float32 run: (scale used, stepped) per step
     for step in range(steps):
-        runs = input_runs(stack.make_inputs(seed + step), seed=step, device=device)
+        runs = inputs_of(step)
         for run in RUNS:
             optimizers[run].zero_grad(set_to_none=True)
             with autocast_region(device, torch.float16):
-                loss = stack.loss(modules[run](*runs[run]))
-            params = list(modules[run].parameters())
+                loss = loss_of(modules[run], runs[run])
+            params = [p for p in modules[run].parameters() if p.requires_grad]
             if run in FOLLOWERS:
                 loss.backward()
                 if history[FOLLOWERS[run]][-1][1]:

@@ -22,7 +22,7 @@ def check_model(model: torch.nn.Module | Callable[[], torch.nn.Module], batch: C
                 loss: Callable | None = None, *, impl: str | Implementation = impls.DEFAULT, device: str = "cpu", steps: int = 3,
                 optimizer: str = "sgd", checks: tuple[str, ...] | None = None, localize_failures: bool = True,
                 report_dir=None, target: str | None = None, sizes: tuple[int, int] = SIZES,
-                input_grads: str = "as-given", autocast: str | None = None) -> CheckResult:
+                input_grads: str = "as-given", autocast: str | None = None, grad_scaler: bool = False) -> CheckResult:
     """Check that ``model`` (or a factory returning it) trains through ``impl`` as in eager PyTorch.
 
     ``batch(size)`` returns one call's inputs (a dict: keyword arguments; a tuple: positional; else one
@@ -31,7 +31,8 @@ def check_model(model: torch.nn.Module | Callable[[], torch.nn.Module], batch: C
     and their gradients judged: ``"as-given"`` (those ``batch`` returns with ``requires_grad`` set;
     a mask stays data), ``"all"`` floating ones, or ``"none"``; ``autocast`` (``"float16"``,
     ``"bfloat16"``) runs every call under ``torch.autocast`` in that dtype, as mixed-precision
-    training does (the float64 oracle stays float64: autocast leaves it alone). Raises
+    training does (the float64 oracle stays float64: autocast leaves it alone), and ``grad_scaler``
+    trains the steps with ``torch.amp.GradScaler`` (float16 only), a step skipped where eager's is. Raises
     :class:`UserInputError` for inputs that cannot be checked; returns the outcome of every check and,
     when a value check failed, where (:class:`Localization`)."""
     name = target or getattr(model, "__qualname__", type(model).__name__)
@@ -42,13 +43,16 @@ def check_model(model: torch.nn.Module | Callable[[], torch.nn.Module], batch: C
         raise UserInputError(f"batch sizes: two different sizes of at least 1, got {tuple(sizes)}")
     if autocast not in AUTOCAST:
         raise UserInputError(f"autocast {autocast!r}: expected one of {', '.join(map(str, AUTOCAST))}")
+    if grad_scaler and autocast != "float16":
+        raise UserInputError(f"grad scaler: GradScaler scales float16 gradients; it needs autocast 'float16', "
+                             f"got {autocast!r}")
     if input_grads not in INPUT_GRADS:
         raise UserInputError(f"input grads {input_grads!r}: expected one of {', '.join(INPUT_GRADS)}")
     for size in sizes:  # a size the model itself cannot take is the model's limit, not the pipeline's
         validate(model, make_batch(batch, size, 0), loss, f"a batch of {size}")
     implementation = impl if isinstance(impl, Implementation) else impls.get(impl)
     subject = Subject(implementation, Options(device=device), model, batch, loss, steps, optimizer, tuple(sizes),
-                      input_grads, autocast)
+                      input_grads, autocast, grad_scaler)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the checks run in forked children, where thread pools do not survive
     try:
@@ -61,7 +65,7 @@ def check_model(model: torch.nn.Module | Callable[[], torch.nn.Module], batch: C
                 located = localize(subject, report_dir, new_size=True)
     finally:
         torch.set_num_threads(threads)
-    result = CheckResult(name, implementation.name, device, outcomes, located, autocast)
+    result = CheckResult(name, implementation.name, device, outcomes, located, autocast, grad_scaler)
     if report_dir is not None:
         from ortcheck.usercheck.report import write
 

@@ -15,6 +15,7 @@ import torch
 
 from ortcheck.checks.autocast import autocast_region
 from ortcheck.checks.bitwise import assert_bitwise_equal
+from ortcheck.checks.grad_scaler import assert_scaled_training_matches_eager
 from ortcheck.checks.oracle import assert_curve_matches_oracle
 from ortcheck.checks.runs import RUNS, fresh_leaves
 from ortcheck.impls.base import Capability, Implementation, Options
@@ -42,6 +43,7 @@ class Subject:
     sizes: tuple[int, int] = SIZES
     input_grads: str = "as-given"  # which input tensors are differentiated (calls.INPUT_GRADS)
     autocast: str | None = None  # every call under torch.autocast in this dtype ("float16", "bfloat16")
+    grad_scaler: bool = False    # the training steps with torch.amp.GradScaler (float16 autocast)
 
     def region(self):
         """The ``torch.autocast`` region every call of the checks runs in (none without ``autocast``)."""
@@ -126,7 +128,15 @@ def recompute(subject: Subject) -> str:
 
 
 def training_steps(subject: Subject) -> str:
-    """N optimizer steps: the loss and gradient norm of every step within the oracle's curve bound."""
+    """N optimizer steps: the loss and gradient norm of every step within the oracle's curve bound;
+    with the GradScaler, its decisions equal eager's and the parameters after each step pass the oracle."""
+    if subject.grad_scaler:
+        device = subject.options.device
+        assert_scaled_training_matches_eager(
+            subject.runs(), lambda step: batch_runs(subject.batch(subject.sizes[0], step), step, device),
+            lambda module, batch: subject.loss_fn(module(*batch.args, **batch.kwargs)), subject.steps, device,
+            OPTIMIZERS[subject.optimizer])
+        return f"{subject.steps} x {subject.optimizer} with GradScaler (scale 2**40: skipped as eager; 2**10: stepped)"
     curves = _train(subject, subject.runs(), subject.steps)
     for what in ("loss", "gradient norm"):
         assert_curve_matches_oracle({run: curves[run][what] for run in RUNS}, what=what)

@@ -36,6 +36,8 @@ def add_parser(commands) -> None:
                             "them (requires_grad set; default), every floating one, or none")
     check.add_argument("--autocast", default=None, choices=["float16", "bfloat16"],
                        help="run every call under torch.autocast in this dtype (mixed-precision training)")
+    check.add_argument("--grad-scaler", action="store_true",
+                       help="train the steps with torch.amp.GradScaler, as float16 training does (needs --autocast float16)")
     check.add_argument("--report-dir", type=Path, default=None,
                        help="write check.json, check.md and, on a mismatch, repro/ there")
 
@@ -80,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
         _require_available(impl)
         result = check_model(factory, batch, loss, impl=impl, device=args.device, steps=args.steps,
                              optimizer=args.optimizer, report_dir=args.report_dir, target=args.target,
-                             sizes=args.batch_sizes, input_grads=args.input_grads, autocast=args.autocast)
+                             sizes=args.batch_sizes, input_grads=args.input_grads, autocast=args.autocast,
+                             grad_scaler=args.grad_scaler)
     except UserInputError as error:
         print(f"ortcheck check: error: {error}", file=sys.stderr)
         return 2

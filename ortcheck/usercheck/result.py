@@ -89,13 +89,14 @@ class CheckResult:
     outcomes: tuple[Outcome, ...]
     localization: Localization | None = None
     autocast: str | None = None
+    grad_scaler: bool = False
 
     @property
     def ok(self) -> bool:
         return all(o.status != FAIL for o in self.outcomes)
 
     def format(self) -> str:
-        autocast = f" --autocast {self.autocast}" if self.autocast else ""
+        autocast = (f" --autocast {self.autocast}" if self.autocast else "") + (" --grad-scaler" if self.grad_scaler else "")
         lines = [f"ortcheck check {self.target} --impl {self.impl} --device {self.device}{autocast}"]
         width = max(len(o.check) for o in self.outcomes)
         first_with: dict[str, str] = {}

@@ -165,3 +165,24 @@ def test_an_unknown_autocast_dtype_is_refused():
 
     with pytest.raises(UserInputError, match="autocast 'float8'"):
         check_model(targets.mlp, targets.mlp_batch, autocast="float8")
+
+
+def test_with_the_grad_scaler_the_reference_steps_as_eager_and_a_pipeline_ignoring_autocast_fails():
+    """``--grad-scaler``: the training steps as float16 training runs them. At the loss scale 2**40
+    eager's float16 gradients overflow and the step is skipped; a pipeline computing in float32 steps."""
+    from controls.autocast import IgnoresAutocast
+
+    options = dict(steps=2, checks=("training steps",), localize_failures=False, autocast="float16", grad_scaler=True)
+    passing = check_model(targets.mlp, targets.mlp_batch, targets.mean_loss, impl="reference", **options)
+    assert passing.ok, passing.format()
+    assert "with GradScaler" in passing.outcomes[0].detail and "--autocast float16 --grad-scaler" in passing.format()
+    failing = check_model(targets.mlp, targets.mlp_batch, targets.mean_loss, impl=IgnoresAutocast(), **options)
+    assert failing.outcomes[0].status == FAIL and "(loss scale, stepped) per step" in failing.outcomes[0].detail
+
+
+@pytest.mark.parametrize("autocast", [None, "bfloat16"])
+def test_the_grad_scaler_without_float16_autocast_is_refused(autocast):
+    from ortcheck.usercheck import UserInputError
+
+    with pytest.raises(UserInputError, match="needs autocast 'float16'"):
+        check_model(targets.mlp, targets.mlp_batch, autocast=autocast, grad_scaler=True)
