@@ -8,6 +8,7 @@ implementations with ``Capability.MEM_EFFICIENT_GRAD``.
 - Hooks: ``Tensor.register_hook`` and ``register_post_accumulate_grad_hook`` on every trainable
   parameter fire exactly once per backward, with eager's gradient; full backward hooks on the
   wrapped module and on each of its blocks fire once per backward, as in eager.
+  Under ``torch.autocast`` (float16, bfloat16) the hooks see eager's gradients too.
 - Hook order: where one parameter's gradient needs another's layer first (a later block feeds
   the loss before an earlier one), its post-accumulate hook fires first, as in eager.
 - Accumulation: k micro-batches without zeroing sum to eager's (``zero_grad`` with and without
@@ -30,6 +31,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
+from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, autocast_region
 from ortcheck.impls import Capability
 from ortcheck.profiles import costly
 from ortcheck.strategies.layer_stacks import BLOCK_KINDS, LayerStack, layer_stacks, stack_example
@@ -106,20 +108,24 @@ def _blocks(module: nn.Module) -> nn.Module:
     return getattr(module, "module", None) or getattr(module, "_original_module", None) or module
 
 
-def _backward_with_hooks(stack: LayerStack, module: nn.Module, inputs, on_blocks: bool = False) -> HookLog:
+def _backward_with_hooks(stack: LayerStack, module: nn.Module, inputs, on_blocks: bool = False,
+                         autocast: torch.dtype | None = None, device: str = "cpu") -> HookLog:
     log = HookLog(module, _blocks(module) if on_blocks else None)
     try:
-        stack.loss(module(*inputs)).backward()
+        with autocast_region(device, autocast):
+            loss = stack.loss(module(*inputs))
+        loss.backward()
     finally:
         log.remove()
     return log
 
 
-def check_hooks(impl, options, stack: LayerStack, seed: int) -> None:
+def check_hooks(impl, options, stack: LayerStack, seed: int, autocast: torch.dtype | None = None) -> None:
     modules = _modules(impl, options, stack, seed)
     for call in range(2):  # the second backward must fire each hook once again, not twice or never
         inputs = _inputs(stack, seed + call, options.device)
-        logs = {run: _backward_with_hooks(stack, modules[run], inputs[run]) for run in RUNS}
+        logs = {run: _backward_with_hooks(stack, modules[run], inputs[run], autocast=autocast,
+                                          device=torch.device(options.device).type) for run in RUNS}
         expected, actual = logs["eager"].counts(), logs["actual"].counts()
         assert actual == expected, f"backward {call + 1}: hook calls (kind, name) -> count: {actual}, eager {expected}"
         assert_matches_oracle({run: dict(sorted(logs[run].grads.items())) for run in RUNS},
@@ -135,6 +141,15 @@ def test_hooks_fire_once_per_backward_with_eagers_gradients(impl, options, manif
     for text in manifest_examples:  # (LayerStack(...), seed)
         check_hooks(impl, options, *stack_example(text))
     drawn(check_hooks)(impl, options)
+
+
+@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=lambda dtype: str(dtype).removeprefix("torch."))
+def test_hooks_fire_once_per_backward_under_autocast(impl, options, autocast, manifest_examples):
+    """The same under ``torch.autocast``: float16 or bfloat16 activations, float32 parameters whose
+    gradients still reach every hook once, as eager's (delivered as produced, too)."""
+    for text in manifest_examples:
+        check_hooks(impl, options, *stack_example(text), autocast=autocast)
+    drawn(check_hooks, autocast=st.just(autocast))(impl, options)
 
 
 def check_block_hooks(impl, options, stack: LayerStack, seed: int) -> None:

@@ -26,12 +26,16 @@ import pytest
 import torch
 
 from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_matches_oracle, input_runs, module_runs
+from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, autocast_region
 from ortcheck.impls import Capability
 from ortcheck.models import hf
 
 pytestmark = [pytest.mark.requires(Capability.GRAD_PARITY),
               pytest.mark.skipif(hf.unavailable_reason() is not None, reason=str(hf.unavailable_reason()))]
 
+# Under torch.autocast: a decoder with its own Conv1D products (addmm), one with rotary embeddings and
+# grouped-query heads through sdpa, an encoder, and a mixture of experts (routing on half logits).
+AUTOCAST_ARCHITECTURES = ("gpt2", "llama_sdpa", "bert", "mixtral")
 SHAPES = ((2, 8), (2, 8), (3, 5))  # (batch, sequence) per step: the last one exercises new sizes
 OPTIMIZERS = {"sgd": lambda params: torch.optim.SGD(params, lr=0.1),
               "adamw": lambda params: torch.optim.AdamW(params, lr=1e-3)}
@@ -50,6 +54,16 @@ def test_tiny_architecture_trains_with_adamw_like_eager(impl, options, architect
     assert_matches_oracle(_first(grads), path=f"{architecture}: gradients of the first step")
     assert_curve_matches_oracle({run: [loss.item() for loss in curve] for run, curve in losses.items()},
                                 what=f"{architecture} AdamW loss")
+
+
+@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=lambda dtype: str(dtype).removeprefix("torch."))
+@pytest.mark.parametrize("architecture", AUTOCAST_ARCHITECTURES)
+def test_tiny_architecture_trains_under_autocast_like_eager(impl, options, architecture, autocast):
+    """The SGD steps with every forward under ``torch.autocast`` (backward outside it, as mixed-precision
+    training runs), judged as in float32: eager's own error in the autocast dtype sets the scale."""
+    losses, grads, _ = _train(impl, options, architecture, "sgd", autocast=autocast)
+    assert_matches_oracle(_first(grads), path=f"{architecture}: gradients of the first step")
+    assert_matches_oracle(losses, path=f"{architecture}: loss per step")
 
 
 ROUTING = {"other experts": lambda first, then: first != then and list(map(len, first)) == list(map(len, then)),
@@ -94,7 +108,8 @@ def _routes(model, arch, seed):
         return hf.experts_hit(model(**arch.example(seed, *ROUTED_SHAPE)).router_logits, arch)
 
 
-def _train(impl, options, architecture, optimizer, steps=tuple((step, *shape) for step, shape in enumerate(SHAPES))):
+def _train(impl, options, architecture, optimizer, steps=tuple((step, *shape) for step, shape in enumerate(SHAPES)),
+           autocast: torch.dtype | None = None):
     """One step of ``optimizer`` per (seed, batch, length) in ``steps``, for each run: (losses per run,
     gradients per run and step, the experts eager's run hit per step where the model returns its
     router logits)."""
@@ -108,7 +123,8 @@ def _train(impl, options, architecture, optimizer, steps=tuple((step, *shape) fo
         inputs = input_runs(arch.example(seed, batch, length), seed=seed, device=options.device)
         for run in RUNS:
             optimizers[run].zero_grad(set_to_none=True)
-            out = modules[run](**inputs[run])
+            with autocast_region(torch.device(options.device).type, autocast):
+                out = modules[run](**inputs[run])
             out.loss.backward()
             if run == "eager" and getattr(out, "router_logits", None):
                 routes.append(hf.experts_hit(out.router_logits, arch))
