@@ -7,6 +7,7 @@ import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode
 
 from controls.base import DuringForward
+from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES
 
 
 class IgnoresAutocast(DuringForward):
@@ -42,7 +43,7 @@ class _HalfStaysHalf(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         floats = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor) and t.is_floating_point()]
-        if floats and all(t.dtype in (torch.float16, torch.bfloat16) for t in floats):
+        if floats and all(t.dtype in AUTOCAST_DTYPES for t in floats):
             with torch.autocast("cpu", enabled=False), torch.autocast("cuda", enabled=False):
                 return func(*args, **kwargs)
         return func(*args, **kwargs)

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
-from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, autocast_region
+from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, autocast_region, dtype_name
 from ortcheck.impls import Capability
 from ortcheck.profiles import costly
 from ortcheck.strategies.layer_stacks import BLOCK_KINDS, LayerStack, layer_stacks, stack_example
@@ -143,7 +143,7 @@ def test_hooks_fire_once_per_backward_with_eagers_gradients(impl, options, manif
     drawn(check_hooks)(impl, options)
 
 
-@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=lambda dtype: str(dtype).removeprefix("torch."))
+@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=dtype_name)
 def test_hooks_fire_once_per_backward_under_autocast(impl, options, autocast, manifest_examples):
     """The same under ``torch.autocast``: float16 or bfloat16 activations, float32 parameters whose
     gradients still reach every hook once, as eager's (delivered as produced, too)."""

@@ -13,7 +13,7 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES
+from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, dtype_name
 from ortcheck.checks.grad_scaler import assert_scaled_steps_match_eager
 from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_stack_matches_eager, module_runs
 from ortcheck.impls import Capability
@@ -47,7 +47,7 @@ test_outputs_loss_and_gradients_match_eager = _examples_then_drawn(layer_stacks(
 test_transformer_stacks_match_eager = _examples_then_drawn(transformer_stacks(half_storage=False), 0.2)
 
 
-@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=lambda dtype: str(dtype).removeprefix("torch."))
+@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=dtype_name)
 def test_outputs_loss_and_gradients_match_eager_under_autocast(impl, options, manifest_examples, autocast):
     """Mixed precision as users train: each call under ``torch.autocast`` in float16 or bfloat16, on
     layer stacks and pre-LN transformer stacks.

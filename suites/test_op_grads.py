@@ -23,7 +23,7 @@ import torch
 from hypothesis import Phase, find, given, settings
 from hypothesis import strategies as st
 
-from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, LOWERS, autocast_role
+from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, LOWERS, autocast_role, dtype_name
 from ortcheck.checks.one_op import check_one_op
 from ortcheck.impls import Capability
 from ortcheck.pytest_plugin import not_applicable
@@ -65,7 +65,7 @@ def _manifest_cases(manifest_examples: list[str]) -> list[OpCase]:
     return [eval(text, {"OpCase": OpCase, "Input": Input}) for text in manifest_examples]
 
 
-@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=lambda dtype: str(dtype).removeprefix("torch."))
+@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=dtype_name)
 @pytest.mark.parametrize("op", [op for op in OPS if "regular" in OPS[op].classes])
 def test_op_under_autocast_matches_eager(impl, options, op, autocast, manifest_examples):
     """Each op autocast acts on, called in its region on the operands it recasts; n/a where eager's
@@ -75,7 +75,7 @@ def test_op_under_autocast_matches_eager(impl, options, op, autocast, manifest_e
     role = autocast_role(probe.call, probe.make_inputs(0, options.device), device, autocast)
     if role is None:
         not_applicable(f"autocast leaves {op} alone on {device}")
-    dtype = "float32" if role == LOWERS else str(autocast).removeprefix("torch.")
+    dtype = "float32" if role == LOWERS else dtype_name(autocast)
     for case in _manifest_cases(manifest_examples):
         if case.op == op and case.dtype == dtype:
             check_case(impl, options, case, seed=0, autocast=autocast)

@@ -26,7 +26,7 @@ import pytest
 import torch
 
 from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_matches_oracle, input_runs, module_runs
-from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, autocast_region
+from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, autocast_region, dtype_name
 from ortcheck.impls import Capability
 from ortcheck.models import hf
 
@@ -56,7 +56,7 @@ def test_tiny_architecture_trains_with_adamw_like_eager(impl, options, architect
                                 what=f"{architecture} AdamW loss")
 
 
-@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=lambda dtype: str(dtype).removeprefix("torch."))
+@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=dtype_name)
 @pytest.mark.parametrize("architecture", AUTOCAST_ARCHITECTURES)
 def test_tiny_architecture_trains_under_autocast_like_eager(impl, options, architecture, autocast):
     """The SGD steps with every forward under ``torch.autocast`` (backward outside it, as mixed-precision

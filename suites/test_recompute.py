@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from ortcheck.convergence import cases, runner
 from ortcheck.checks import assert_bitwise_equal, kept_tensors
-from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, autocast_region
+from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, autocast_region, dtype_name
 from ortcheck.convergence.determinism import Determinism, applied
 from ortcheck.impls import Capability
 from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
@@ -182,7 +182,7 @@ test_kept_bytes_drop_by_the_claimed_saving = pytest.mark.requires(Capability.KEP
     pytest.mark.parametrize("level", LEVELS)(for_canonical_and_drawn(_kept_bytes_drop_as_claimed)))
 
 
-@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=lambda dtype: str(dtype).removeprefix("torch."))
+@pytest.mark.parametrize("autocast", AUTOCAST_DTYPES, ids=dtype_name)
 @pytest.mark.parametrize("level", (1, 2))
 def test_recompute_under_autocast_changes_no_number(impl, options, level, autocast, manifest_examples):
     """Mixed precision: under ``torch.autocast`` the levels still change no number (each level's

@@ -17,6 +17,11 @@ DTYPES = (torch.float16, torch.bfloat16)
 LOWERS, PROMOTES = "lowers", "promotes"
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float16`` -> ``"float16"``: how test ids, op cases and goldens name a dtype."""
+    return str(dtype).removeprefix("torch.")
+
+
 def autocast_region(device: str, dtype: torch.dtype | None):
     """``torch.autocast`` on ``device`` in ``dtype``; no region for None."""
     if dtype is None:
