@@ -109,9 +109,11 @@ class MatMul4Bit(torch.autograd.Function):
 
     @staticmethod
     def symbolic(g, x, data, absmax, shape, block_size, quant_type, training):
-        half = _autocast_dtype() if x.type().scalarType() == "Float" else None
-        if half is not None:  # the product is on autocast's list: eager computes it in the region's dtype
-            x, absmax = (g.op("Cast", value, to_i=_ONNX_HALF_TYPES[half]) for value in (x, absmax))
+        half = {"Half": torch.float16, "BFloat16": torch.bfloat16}.get(x.type().scalarType())
+        if half is None and x.type().scalarType() == "Float" and (half := _autocast_dtype()) is not None:
+            x = g.op("Cast", x, to_i=_ONNX_HALF_TYPES[half])  # on autocast's list: eager computes it in the region's dtype
+        if half is not None:  # the scales in x's dtype, as forward's ``absmax.to(x.dtype)``
+            absmax = g.op("Cast", absmax, to_i=_ONNX_HALF_TYPES[half])
         flat = g.op("Reshape", data, g.op("Constant", value_t=torch.tensor([-1], dtype=torch.int64)))
         y = g.op("com.microsoft::MatMulBnb4", x, flat, absmax, K_i=shape[1], N_i=shape[0], block_size_i=block_size,
                  quant_type_i=quant_type, training_mode_i=int(training))

@@ -33,6 +33,7 @@ from __future__ import annotations
 import torch
 from torch.onnx import symbolic_helper
 
+from reference.export.autocast_probe import as_computed
 from reference.export.layer_symbolics import _cast_like, _ints, _scalar, _type_utils
 from reference.export.more_layer_symbolics import _rank
 from reference.export.op_symbolics import with_zero_gradient
@@ -91,7 +92,9 @@ def pad(g, x, pads, mode, value):
     from torch.onnx import symbolic_opset11
 
     amounts = symbolic_helper._maybe_get_const(pads, "is")
-    x = _as_autocast_pads(g, x, symbolic_helper._parse_arg(mode, "s"), amounts)
+    if isinstance(amounts, list):  # autocast computes some modes in float32 (reflect, replicate on the CPU)
+        unpadded = [0] * len(amounts)
+        x = as_computed(g, x, lambda probe: torch._C._nn.pad(probe, unpadded, symbolic_helper._parse_arg(mode, "s"), None))
     if symbolic_helper._parse_arg(mode, "s") != "circular" or not isinstance(amounts, list) or min(amounts) >= 0:
         return symbolic_opset11.pad(g, x, pads, mode, value)
     for position in range(0, len(amounts), 2):  # pads name the last dimension first
@@ -103,21 +106,6 @@ def pad(g, x, pads, mode, value):
         x = g.op("Concat", *wrapped, axis_i=-1 - position // 2) if len(wrapped) > 1 else x
     return x
 
-
-
-def _as_autocast_pads(g, x, mode: str, amounts):
-    """``x`` cast to the dtype eager's pad computes in under the export's autocast state. autocast
-    lists some modes (reflect and replicate on the CPU) among the ops it computes in float32, below
-    the ``aten::pad`` the trace records: the trace misses that cast. Eager's pad itself answers, on
-    a probe of ``x``'s dtype and rank."""
-    rank, dtype = _rank(x), _type_utils.JitScalarType.from_value(x, _type_utils.JitScalarType.UNDEFINED)
-    if rank is None or dtype == _type_utils.JitScalarType.UNDEFINED or not isinstance(amounts, list):
-        return x
-    probe = torch.zeros((2,) * rank, dtype=dtype.dtype())
-    computed = torch._C._nn.pad(probe, [0] * len(amounts), mode, None).dtype
-    if computed == probe.dtype:
-        return x
-    return g.op("Cast", x, to_i=_type_utils.JitScalarType.from_dtype(computed).onnx_type())
 
 
 def gather(g, x, dim, index, sparse_grad=False):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 from torch.onnx import symbolic_helper
 
+from reference.export.autocast_probe import as_computed
 from reference.export.embeddings import embedding, embedding_bag
 
 try:
@@ -109,13 +110,25 @@ def huber_loss(g, x, target, reduction, delta):
 def cross_entropy_loss(g, x, target, weight, reduction, ignore_index, label_smoothing):
     """torch's own symbolic without label smoothing; with it, ATen's formula (class axis 1). An
     unbatched input (logits ``[C]``, a 0-d target) runs as a batch of one (torch's own symbolic
-    emits a Reshape onnxruntime rejects for it)."""
+    emits a Reshape onnxruntime rejects for it). Under autocast, in the dtype eager computes it in
+    (CUDA's policy widens the ``log_softmax`` inside it, below the op the trace records)."""
+    float_target = target.type().scalarType() in ("Float", "Double", "Half", "BFloat16")
+    x = as_computed(g, x, lambda probe: _cross_entropy_probe(probe, float_target))
+    if float_target and _dtype(target) != _dtype(x):
+        target = _cast_like(g, target, x)
     if symbolic_helper._get_tensor_rank(x) == 1:
         batched = _batched_cross_entropy_loss(g, g.op("Unsqueeze", x, _ints(g, 0)), g.op("Unsqueeze", target, _ints(g, 0)),
                                               weight, reduction, ignore_index, label_smoothing)
         none = _REDUCTIONS[symbolic_helper._maybe_get_const(reduction, "i")] == "none"
         return g.op("Squeeze", batched, _ints(g, 0)) if none else batched
     return _batched_cross_entropy_loss(g, x, target, weight, reduction, ignore_index, label_smoothing)
+
+
+def _cross_entropy_probe(probe: torch.Tensor, float_target: bool) -> torch.Tensor:
+    """Eager's cross entropy of ``probe`` (class axis 1, or 0 unbatched), to read its dtype."""
+    target = (probe.clone() if float_target else
+              torch.zeros(probe.shape[:1] + probe.shape[2:] if probe.dim() > 1 else (), dtype=torch.long, device=probe.device))
+    return torch.nn.functional.cross_entropy(probe, target)
 
 
 def _batched_cross_entropy_loss(g, x, target, weight, reduction, ignore_index, label_smoothing):

@@ -2,8 +2,9 @@
 
 - ``aten::bincount``: transformers' load-balancing loss (how many tokens each expert got).
 - ``aten::histc``: transformers' grouped experts (its default ``experts_implementation``) count the
-  tokens per expert with ``histc(expert_ids.float(), bins=num_experts, min=0, max=num_experts - 1)``,
-  chosen over bincount because its output size does not follow the values.
+  tokens per expert with ``histc(expert_ids, bins=num_experts, min=0, max=num_experts - 1)`` (ids as
+  float32 on the CPU, int32 on CUDA), chosen over bincount because its output size does not follow
+  the values.
 - ``aten::_grouped_mm`` (``torch.nn.functional.grouped_mm``): the same grouped experts' products, rows
   sorted by expert and ``offs`` the cumulative count of rows per expert.
 
@@ -11,6 +12,8 @@ The counts are integer paths (no gradient), but a count one off routes a token t
 so each follows torch's binning exactly (``aten/src/ATen/native/cpu/HistogramKernel.cpp``).
 """
 from __future__ import annotations
+
+import functools
 
 import torch
 from torch.onnx import symbolic_helper
@@ -20,8 +23,8 @@ from reference.export.layer_symbolics import _cast_like, _ints, _scalar, _type_u
 _INT64 = torch.onnx.TensorProtoDataType.INT64
 
 
-def _int64(g, value: int):
-    return g.op("Constant", value_t=torch.tensor(value, dtype=torch.int64))
+def _int64(g, value: int | float):
+    return g.op("Constant", value_t=torch.tensor(int(value), dtype=torch.int64))
 
 
 def _count_each(g, positions, size):
@@ -44,37 +47,41 @@ def bincount(g, x, weights, minlength):
     return _count_each(g, flat, g.op("Squeeze", size))
 
 
-def _edges(g, flat, low: float, high: float, like):
+def _edges(g, flat, low: float, high: float, like, constant):
     """torch's outer edges: ``[min, max]`` as given; where they are equal, the data's own extremes
-    (when there is data); still equal, widened by one each side."""
-    low_edge, high_edge = _scalar(g, low, like), _scalar(g, high, like)
+    (when there is data); still equal, widened by one each side (``constant(v)``: ``v`` in flat's dtype)."""
+    low_edge, high_edge = constant(low), constant(high)
     if low != high:
         return low_edge, high_edge
     has_data = g.op("Greater", g.op("Size", like), _int64(g, 0))
     low_edge = g.op("Where", has_data, g.op("ReduceMin", flat, keepdims_i=0), low_edge)
     high_edge = g.op("Where", has_data, g.op("ReduceMax", flat, keepdims_i=0), high_edge)
     same = g.op("Equal", low_edge, high_edge)
-    one = _scalar(g, 1, like)
+    one = constant(1)
     return (g.op("Where", same, g.op("Sub", low_edge, one), low_edge),
             g.op("Where", same, g.op("Add", high_edge, one), high_edge))
 
 
 @symbolic_helper.parse_args("v", "i", "f", "f")
 def histc(g, x, bins, low, high):
-    """``bins`` equal bins over ``[min, max]``, in ``x``'s dtype: an entry's bin is
-    ``floor((x - min) * bins / (max - min))`` computed as torch's kernel does, the entry equal to
-    ``max`` in the last; entries outside (and NaN) uncounted."""
+    """``bins`` equal bins over ``[min, max]``: an entry's bin is ``floor((x - min) * bins / (max - min))``
+    computed as torch's kernel does, in ``x``'s dtype (floats, the CPU kernel's) or in int64 integer
+    arithmetic (integers, which only the CUDA kernel takes: transformers' grouped experts count
+    ``int32`` expert ids on CUDA), the entry equal to ``max`` in the last; entries outside (and NaN)
+    uncounted. The counts come back in ``x``'s dtype."""
     dtype = _type_utils.JitScalarType.from_value(x).dtype()
-    if not dtype.is_floating_point:
-        return symbolic_helper._onnx_unsupported(f"aten::histc of a {dtype} tensor (torch's CPU kernel refuses it)", x)
+    if dtype == torch.bool or dtype.is_complex:
+        return symbolic_helper._onnx_unsupported(f"aten::histc of a {dtype} tensor", x)
     if low > high:
         return symbolic_helper._onnx_unsupported("aten::histc with max below min", x)
     flat = g.op("Reshape", x, _ints(g, -1))
-    low_edge, high_edge = _edges(g, flat, low, high, x)
+    constant = functools.partial(_scalar, g, like=x)
+    if not dtype.is_floating_point:  # the CUDA kernel's limits in the input type (truncated), its arithmetic int64
+        flat, constant = g.op("Cast", flat, to_i=_INT64), functools.partial(_int64, g)
+    low_edge, high_edge = _edges(g, flat, low, high, x, constant)
     inside = g.op("And", g.op("GreaterOrEqual", flat, low_edge), g.op("LessOrEqual", flat, high_edge))
-    scaled = g.op("Div", g.op("Mul", g.op("Sub", flat, low_edge), _scalar(g, bins, x)),
-                  g.op("Sub", high_edge, low_edge))
-    safe = g.op("Where", inside, scaled, _scalar(g, 0, x))  # NaN and out-of-range: no cast of them
+    scaled = g.op("Div", g.op("Mul", g.op("Sub", flat, low_edge), constant(bins)), g.op("Sub", high_edge, low_edge))
+    safe = g.op("Where", inside, scaled, constant(0))  # NaN and out-of-range: no cast of them
     positions = g.op("Min", g.op("Cast", safe, to_i=_INT64), _ints(g, bins - 1))
     positions = g.op("Where", inside, positions, _ints(g, -1))  # -1 matches no bin
     counts = _count_each(g, positions, _int64(g, bins))

@@ -16,7 +16,10 @@ runs (:func:`for_device`), each rewrite one module with one job.
   ScatterND has no float64 reduction (:mod:`.deterministic_scatter`'s product instead), and its
   Softmax, LogSoftmax and SoftmaxCrossEntropyLoss are float32-accurate in float64
   (:mod:`.double_normalizers`: the ops they are defined by). A Dropout the memory optimizer
-  recomputes from its mask computes in the CUDA kernel's order (:mod:`.cuda_dropout`).
+  recomputes from its mask computes in the CUDA kernel's order (:mod:`.cuda_dropout`). bfloat16 is
+  computed in float32 between casts as on the CPU (:func:`.half_in_float32.bfloat16_in_float32`): the
+  provider lacks bfloat16 comparisons and reductions, and ONNX's ``Einsum`` and
+  ``NegativeLogLikelihoodLoss`` admit none.
 
 - On CUDA under torch's deterministic mode (:func:`deterministic`): the embedding gradient's
   ``ScatterND(add)``, which the CUDA kernel sums with atomics, as a one-hot product
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import onnx
 
-from reference.runtime.kernel_forms.half_in_float32 import half_in_float32
+from reference.runtime.kernel_forms.half_in_float32 import bfloat16_in_float32, half_in_float32
 from reference.runtime.kernel_forms.cuda_dropout import recomputed_dropout_as_cuda
 from reference.runtime.kernel_forms.deterministic_scatter import double_scatter_add_as_products, scatter_add_as_products
 from reference.runtime.kernel_forms.double_normalizers import double_layer_norm_decomposed, double_softmax_decomposed
@@ -40,7 +43,7 @@ from reference.runtime.kernel_forms.sum_chain import sum_as_adds
 EVERYWHERE = (exact_sigmoid, double_layer_norm_decomposed)
 CPU_ONLY = (half_in_float32,)
 CUDA_ONLY = (keep_reduced_axes, gelu_with_an_axis, sum_as_adds, double_scatter_add_as_products,
-             double_softmax_decomposed, recomputed_dropout_as_cuda)
+             double_softmax_decomposed, recomputed_dropout_as_cuda, bfloat16_in_float32)
 CUDA_DETERMINISTIC = (scatter_add_as_products,)
 
 

@@ -23,23 +23,32 @@ _HALVES, _FLOAT = (TensorProto.FLOAT16, TensorProto.BFLOAT16), TensorProto.FLOAT
 _KEPT = {"Cast", "CastLike"}
 
 
-def _mentions_half(model: onnx.ModelProto) -> bool:
+def _mentions(model: onnx.ModelProto, halves: tuple[int, ...]) -> bool:
     graph = model.graph
     values = [*graph.input, *graph.output, *graph.value_info]
-    return (any(v.type.tensor_type.elem_type in _HALVES for v in values)
-            or any(t.data_type in _HALVES for t in graph.initializer)
-            or any(node.op_type == "Cast" and any(a.name == "to" and a.i in _HALVES for a in node.attribute)
+    return (any(v.type.tensor_type.elem_type in halves for v in values)
+            or any(t.data_type in halves for t in graph.initializer)
+            or any(node.op_type == "Cast" and any(a.name == "to" and a.i in halves for a in node.attribute)
                    for node in graph.node))
 
 
-def half_in_float32(model: onnx.ModelProto) -> onnx.ModelProto:
-    if not _mentions_half(model):
+def bfloat16_in_float32(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The form for CUDA graphs, bfloat16 only: onnxruntime's CUDA provider (1.31.1, on an H200) has
+    no bfloat16 kernel for comparisons and reductions (``Greater``, ``Less``, ``ReduceMax``: "Provider
+    type ... is not set"), and ONNX's own schemas of ``Einsum`` and ``NegativeLogLikelihoodLoss`` admit
+    no bfloat16 (the graph is invalid). torch's CUDA kernels compute bfloat16 in float32 too ("opmath")
+    and round once per op, so the same form keeps eager's numbers; float16 keeps the provider's kernels."""
+    return half_in_float32(model, (TensorProto.BFLOAT16,))
+
+
+def half_in_float32(model: onnx.ModelProto, halves: tuple[int, ...] = _HALVES) -> onnx.ModelProto:
+    if not _mentions(model, halves):
         return model
     types = {name: t.elem_type for name, t in tensor_types(model).items()}
     types.update({t.name: t.data_type for t in model.graph.initializer})
 
     def half(name: str) -> int | None:
-        return types.get(name) if name and types.get(name) in _HALVES else None
+        return types.get(name) if name and types.get(name) in halves else None
 
     cast_once: dict[tuple[int, str], str] = {}  # per graph, each half value's float32 copy
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from reference import ReferenceModule
+from reference import Options, ReferenceModule
 
 
 class ScaledAttention(torch.nn.Module):
@@ -45,6 +45,19 @@ class ReflectPadAfterLinear(torch.nn.Module):
         return F.pad(self.linear(x), (2, 1), mode="reflect")
 
 
+class CrossEntropyAfterLinear(torch.nn.Module):
+    """A half activation's cross entropy: CUDA's autocast widens the ``log_softmax`` inside the
+    ``cross_entropy_loss`` the trace records (the loss came back in half where eager's is float32)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        logits = self.linear(x)
+        return F.cross_entropy(logits.flatten(0, -2), torch.arange(6, device=x.device) % 8)  # x: 2 x 3 x 8
+
+
 class QLoRALinear(torch.nn.Module):
     """A 4-bit layer with adapters: its product on autocast's list, traced through a custom Function."""
 
@@ -58,36 +71,57 @@ class QLoRALinear(torch.nn.Module):
         return self.inner(x)
 
 
-@pytest.mark.parametrize("build", [ScaledAttention, NormAfterLinear, ReflectPadAfterLinear, QLoRALinear],
-                         ids=lambda b: b.__name__)
+class QLoRAAfterLinear(QLoRALinear):
+    """The 4-bit layer reading a value already in half (its scales must follow: a bfloat16 input
+    with float32 scales was an invalid graph on CUDA, "T1 bound to different types")."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.inner(self.first(x))
+
+
+@pytest.mark.parametrize("build", [ScaledAttention, NormAfterLinear, ReflectPadAfterLinear, CrossEntropyAfterLinear,
+                                   QLoRALinear, QLoRAAfterLinear], ids=lambda b: b.__name__)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
-def test_a_graph_traced_under_autocast_computes_as_eager(build, dtype):
+def test_a_graph_traced_under_autocast_computes_as_eager(build, dtype, device):
+    """On the ``--device`` given: each device has its own autocast policy."""
     torch.manual_seed(0)
-    eager = build()
-    reference = ReferenceModule(copy.deepcopy(eager))
-    x = torch.randn(2, 3, 8)
-    with torch.autocast("cpu", dtype=dtype):
+    eager = build().to(device)
+    reference = ReferenceModule(copy.deepcopy(eager), Options(device=device))
+    x = torch.randn(2, 3, 8, device=device)
+    with torch.autocast(device, dtype=dtype):
         want, got = eager(x), reference(x)
     assert got.dtype == want.dtype
     scale = want.float().abs().max().item()
     assert (got.float() - want.float()).abs().max().item() <= 4 * torch.finfo(dtype).eps * scale
 
 
+# per op, the inputs its ONNX schema binds to one type parameter
+_ONE_TYPE = {"LayerNormalization": (0, 1, 2), "MatMulBnb4": (0, 2)}
+
+
+@pytest.mark.parametrize("build", [NormAfterLinear, QLoRALinear, QLoRAAfterLinear], ids=lambda b: b.__name__)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
-def test_layer_norm_on_mixed_dtypes_exports_a_valid_graph(dtype):
-    """Valid ONNX as exported (CUDA sessions run it without the CPU's half-in-float32 form): one type
-    for the LayerNormalization's input, scale and bias (onnxruntime refused the half input bound to
-    float32 parameters: "Type parameter (T) of Optype (LayerNormalization) bound to different types")."""
+def test_mixed_dtypes_export_a_valid_graph(build, dtype):
+    """Valid ONNX as exported (CUDA sessions run float16 without the CPU's half-in-float32 form): one
+    type for the inputs a schema binds together (onnxruntime refused a half LayerNormalization input
+    bound to float32 parameters, and a bfloat16 MatMulBnb4 input with float32 scales: "Type parameter
+    (T) of Optype (LayerNormalization) bound to different types")."""
     from reference import nested_io
     from reference.export.exporter import export_module
     from reference.runtime.kernel_forms.nodes import tensor_types
 
+    torch.manual_seed(0)
     x = torch.randn(2, 3, 8)
     tensors, schema = nested_io.flatten(((x,), {}))
     with torch.autocast("cpu", dtype=dtype):
-        exported = export_module(NormAfterLinear(), tensors, schema, training=True)
+        exported = export_module(build(), tensors, schema, training=True)
     types = {name: t.elem_type for name, t in tensor_types(exported.model).items()}
     types.update({t.name: t.data_type for t in exported.model.graph.initializer})
-    norms = [n for n in exported.model.graph.node if n.op_type == "LayerNormalization"]
-    assert norms and all(len({types[name] for name in n.input if name}) == 1 for n in norms), (
-        [[(name, types.get(name)) for name in n.input] for n in norms])
+    bound = [[n.input[i] for i in _ONE_TYPE[n.op_type] if i < len(n.input) and n.input[i]]
+             for n in exported.model.graph.node if n.op_type in _ONE_TYPE]
+    assert bound and all(len({types[name] for name in names}) == 1 for names in bound), (
+        [[(name, types.get(name)) for name in names] for names in bound])

@@ -1,6 +1,8 @@
 """What a mixture of experts routes with (``bincount``, ``histc``, ``_grouped_mm``), exported by the
 reference: counts equal to torch's (a count one off routes a token to the wrong expert), and the grouped
 products with every gradient equal to a per-expert loop of plain matmuls in float64."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -87,3 +89,42 @@ def test_grouped_mm_forms_beyond_the_experts_are_refused_by_name():
     module = OneOp(lambda a, b, offs: torch.nn.functional.grouped_mm(a, b, offs=offs))
     with pytest.raises(Exception, match=r"_grouped_mm of ranks \(2, 2\)"):
         ReferenceModule(module)(a, b, torch.tensor([4, 8, 12], dtype=torch.int32))
+
+
+@pytest.fixture
+def cuda_histc_on_the_cpu():
+    """torch's CUDA histc of integers, as a CPU kernel (the CPU's refuses integers): int64 arithmetic,
+    ``(v - min) * bins / (max - min)`` truncated, ``max`` in the last bin, limits in the input type
+    (``aten/src/ATen/native/cuda/SummaryOps.cu``), so the trace can record ``aten::histc`` of an
+    ``int32`` tensor here."""
+    def histc(x, bins, low, high):
+        low, high = int(low), int(high)
+        if low == high and x.numel():
+            low, high = int(x.min()), int(x.max())
+        if low == high:
+            low, high = low - 1, high + 1
+        counts = [0] * bins
+        for v in x.reshape(-1).tolist():
+            if low <= v <= high:
+                counts[min((v - low) * bins // (high - low), bins - 1)] += 1
+        return torch.tensor(counts, dtype=x.dtype)
+
+    library = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Overriding a previously registered kernel": for this test only
+        library.impl("histc", histc, "CPU")
+    yield
+    library._destroy()
+
+
+@pytest.mark.parametrize("bins, low, high", [(4, 0, 3), (3, 2, 9), (5, -4, 4), (2, 1, 1)])
+def test_histc_of_integers_counts_as_the_cuda_kernel(cuda_histc_on_the_cpu, bins, low, high):
+    """transformers' grouped experts on CUDA: ``histc(expert_ids.int(), bins=E, min=0, max=E - 1)``,
+    the tokens each expert got (``bincount``); other ranges with the kernel's integer arithmetic."""
+    ids = torch.tensor([0, 0, 1, 3, 3, 3, 2, 0, -5, 9, 4, 8], dtype=torch.int32)
+    module = OneOp(lambda ids: torch.histc(ids, bins=bins, min=low, max=high))
+    out = ReferenceModule(module)(ids)
+    want = module(ids)
+    assert out.dtype == torch.int32 and torch.equal(out, want), f"{out.tolist()} != {want.tolist()}"
+    if (bins, low, high) == (4, 0, 3):
+        assert want.tolist() == torch.bincount(ids[(ids >= 0) & (ids <= 3)], minlength=4).tolist()

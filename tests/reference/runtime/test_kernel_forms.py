@@ -239,3 +239,27 @@ def test_half_ops_round_after_every_op_as_torchs_cpu_kernels(dtype):
     assert np.array_equal(got, want, equal_nan=True), f"{got} != {want}"
     if dtype == "float16":
         assert np.isinf(want).any()  # 300**2 + 300 overflows float16's products: the case that matters
+
+
+def _half_operands(model) -> list[str]:
+    from reference.runtime.kernel_forms.nodes import tensor_types
+
+    types = {name: t.elem_type for name, t in tensor_types(model).items()}
+    return [n.op_type for n in model.graph.node if n.op_type != "Cast"
+            and any(types.get(name) in (TensorProto.FLOAT16, TensorProto.BFLOAT16) for name in n.input)]
+
+
+def test_cuda_graphs_compute_bfloat16_in_float32_and_leave_float16_to_the_provider():
+    """onnxruntime's CUDA provider lacks bfloat16 comparisons and reductions and ONNX's Einsum and
+    NegativeLogLikelihoodLoss admit no bfloat16: on CUDA no node but a Cast reads a bfloat16 value,
+    with torch's numbers (run here on the CPU); float16 graphs keep their nodes (the provider has the
+    kernels, tensor cores included)."""
+    import torch
+
+    bfloat16, float16 = _half_model(TensorProto.BFLOAT16), _half_model(TensorProto.FLOAT16)
+    assert _half_operands(bfloat16) and not _half_operands(for_cuda(bfloat16))
+    assert _half_operands(for_cuda(float16)) == _half_operands(float16)
+    x = np.array([[300.0, 1.0001, -2.5], [0.3, 1e-3, 7.0]], np.float32)
+    h = torch.from_numpy(x).to(torch.bfloat16)
+    s = h * h + h
+    assert np.array_equal(run(for_cuda(bfloat16), x), (s @ s.T).float().numpy())
