@@ -23,7 +23,8 @@ and :mod:`reference.export.more_layer_symbolics`; ops torch's OpInfo samples fou
 :mod:`reference.export.edge_symbolics` and :mod:`reference.export.reduction_symbolics`; what a mixture of
 experts routes with (``bincount``, ``histc``, ``_grouped_mm``) in :mod:`reference.export.moe_symbolics`; ops
 eager runs on mixed float dtypes (autocast's float16 activations with float32 parameters) in
-:mod:`reference.export.mixed_dtype_symbolics`.
+:mod:`reference.export.mixed_dtype_symbolics`; where eager rounds a half-precision result once and torch's
+symbolic twice, in :mod:`reference.export.half_rounding`.
 
 Registration is scoped (:func:`registered`): a user's own ``torch.onnx.export`` calls are left alone.
 """
@@ -36,6 +37,7 @@ from typing import Iterator
 import torch
 from torch.onnx import symbolic_helper, symbolic_opset11
 
+from reference.export.half_rounding import HALF_ROUNDING_SYMBOLICS
 from reference.export.mixed_dtype_symbolics import MIXED_DTYPE_SYMBOLICS
 from reference.export.moe_symbolics import MOE_SYMBOLICS
 from reference.export.detach import detach
@@ -129,7 +131,8 @@ SYMBOLICS = {"aten::diff": (diff, 11), "aten::softplus": (softplus, 9), "aten::g
              "aten::cumsum": (cumsum, 11), "aten::copy": (copy, 9), "aten::detach": (detach, 9),
              "prim::PythonOp": (python_op, 1),
              **LAYER_SYMBOLICS, **MORE_LAYER_SYMBOLICS, **OP_SYMBOLICS, **EDGE_SYMBOLICS,
-             **REDUCTION_SYMBOLICS, **MOE_SYMBOLICS, **MIXED_DTYPE_SYMBOLICS}  # each with the lowest opset its ops exist in
+             **REDUCTION_SYMBOLICS, **MOE_SYMBOLICS, **MIXED_DTYPE_SYMBOLICS,
+             **HALF_ROUNDING_SYMBOLICS}  # each with the lowest opset its ops exist in
 
 
 @contextlib.contextmanager

@@ -125,3 +125,17 @@ def test_mixed_dtypes_export_a_valid_graph(build, dtype):
              for n in exported.model.graph.node if n.op_type in _ONE_TYPE]
     assert bound and all(len({types[name] for name in names}) == 1 for names in bound), (
         [[(name, types.get(name)) for name in names] for names in bound])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_a_linear_on_a_3d_half_input_rounds_once_as_eager(dtype):
+    """ATen's linear of a 3-d input is one ``addmm`` (product plus bias, one rounding); exported as
+    MatMul then Add it rounded the product first: one unit of the last place off in most elements
+    (a bfloat16 stack's loss 52x the oracle's scale). Bitwise eager's, on the CPU."""
+    torch.manual_seed(0)
+    eager = torch.nn.Linear(4, 8)
+    reference = ReferenceModule(copy.deepcopy(eager))
+    x = torch.randn(2, 5, 4)
+    with torch.autocast("cpu", dtype=dtype):
+        want, got = eager(x), reference(x)
+    assert got.dtype == want.dtype and torch.equal(got, want), (got - want).abs().max()
