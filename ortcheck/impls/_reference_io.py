@@ -1,4 +1,4 @@
-"""Flattening by ``reference.nested_io``: the reference pipeline's own, and eager's stand-in."""
+"""Flattening by ``reference.nested_io``: the reference pipeline's own."""
 import reference.nested_io
 
 

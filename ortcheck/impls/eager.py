@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import torch
 
-from ortcheck.impls._reference_io import ReferenceIO
+from ortcheck.impls.eager_io import EagerIO
 from ortcheck.impls.base import Capability, Implementation, Options
 
 
-class EagerImpl(ReferenceIO, Implementation):
-    """Eager PyTorch never flattens; reference.nested_io stands in so the I/O properties get a sanity run."""
+class EagerImpl(EagerIO, Implementation):
+    """Eager PyTorch never flattens; the harness's own flatten (:mod:`.eager_io`) stands in so the I/O
+    properties get a sanity run."""
 
     name = "eager"
 
