@@ -1,5 +1,5 @@
 """Which of onnxruntime's CUDA kernels give different bits from run to run on the same inputs, with
-``use_deterministic_compute`` on and torch's provider options (issue 42, item 3).
+``use_deterministic_compute`` on and torch's provider options.
 
 Each case is one node (or a small graph) the reference's gradient graphs emit, on inputs where
 parallel kernels meet collisions (repeated indices, long reductions). It runs ``--runs`` times in

@@ -1,5 +1,5 @@
 """What one of the reference's CUDA sessions costs the GPU: device memory per provider, build time,
-and whether the shared arena registered (issue 42, item 1). The GPU nightly plans its workers from
+and whether the shared arena registered. The GPU nightly plans its workers from
 this (``ortcheck.envsetup.gpu_plan``).
 
 Each variant runs in a fresh process (cuBLAS reads ``CUBLAS_WORKSPACE_CONFIG`` once per process):

@@ -5,7 +5,7 @@ Kept bytes are the tensors saved for backward themselves (``ortcheck.checks.kept
 inputs left out), so they exist only where the implementation hands its stash to torch (reference;
 ORTModule keeps it inside onnxruntime and shows n/a). Step times interleave the levels round by
 round in one process; peak RSS comes from one child process per level (the peak is per process).
-Targets (issue 11): level 1 keeps at most the layer inputs (L x batch x seq x hidden x 4 bytes)
+Targets: level 1 keeps at most the layer inputs (L x batch x seq x hidden x 4 bytes)
 plus what the allow-list cannot recompute, +10%; a level-1 step costs at most 1.35x level 0.
 
     python bench/memory.py [--impl reference|ortmodule] [--rounds 3] [--steps 2] [--json out.json]

@@ -1,6 +1,6 @@
 """Where onnxruntime's part of a reference training step goes, op type by op type, beside eager's
-aten ops, with the time of everything but matrix products side by side (issue 33); and each matrix
-product of the step timed alone in onnxruntime (MLAS) and torch (issue 24).
+aten ops, with the time of everything but matrix products side by side; and each matrix
+product of the step timed alone in onnxruntime (MLAS) and torch.
 
 Same model and step as ``step_time.py`` (Bloom-like LM 4x256, batch 8x128, SGD). onnxruntime's own
 profiler times every kernel of the reference's forward and backward sessions (switched on from this

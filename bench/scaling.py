@@ -1,7 +1,7 @@
 """How the reference pipeline's costs grow with the model: export, gradient build, sessions, first
 step and steady step of the Bloom-like LM, over depth and over width, with eager's step beside it.
 
-Two sweeps (issue 24): depth 2..32 at hidden 128 (4 heads), width 128..1024 at depth 2 (heads
+Two sweeps: depth 2..32 at hidden 128 (4 heads), width 128..1024 at depth 2 (heads
 max(4, width // 64)); vocab 256, batch 2 x sequence 32, SGD, so the big sizes stay cheap. Each size
 gets a fresh ReferenceModule; export (``reference.module.compiled.export``), gradient build
 (``build_gradient_graphs``) and session creation (``Session.__init__``) are timed by wrapping them

@@ -1,4 +1,4 @@
-"""Where a steady-state training step of the reference goes, phase by phase (issue 24, item 1).
+"""Where a steady-state training step of the reference goes, phase by phase.
 
 Same model and step as ``step_time.py`` (Bloom-like LM 4x256, batch 8x128, SGD). The first step
 exports and one more warms up; neither is timed. The pipeline's own functions are wrapped from this

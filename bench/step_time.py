@@ -1,6 +1,6 @@
 """Training step time of a Bloom-like causal LM: eager vs each implementation, as ratios in one run.
 
-Shape (issue 3): 4 layers, hidden 256, 4 heads, vocab 1000, batch 8 x sequence 128, SGD.
+Shape: 4 layers, hidden 256, 4 heads, vocab 1000, batch 8 x sequence 128, SGD.
 Steps of all implementations are interleaved round by round, so machine noise hits them alike;
 the ratios, not the seconds, are the result. Target: reference <= 1.2x eager steady state and
 first step (export + gradient build + sessions) <= 1.8 s.
@@ -15,7 +15,7 @@ far longer than its kernels is bound by launches and host work, not by the GPU.
 ``--model bloom_lm_large`` takes that convergence case's shape and batch instead. The reference
 and the real ORTModule need different stacks: ``--beside PYTHON`` (in ort119: the modern env's
 interpreter) then measures the reference there right after, same settings, each against its own
-stack's eager, and prints both ratios side by side (issue 33; ``tox -e bench-ort119`` does).
+stack's eager, and prints both ratios side by side (``tox -e bench-ort119`` does).
 """
 from __future__ import annotations
 

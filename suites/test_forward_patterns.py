@@ -2,7 +2,7 @@
 calls at changing batch sizes with an SGD step after each: regions without gradients (``no_grad``,
 ``set_grad_enabled(False)``, ``detach``), tied and frozen weights, Python control flow on sizes and on
 values (``ortcheck.models.forward_patterns``). Outputs, the input's and every parameter's gradient and
-the buffers are judged by the float64 oracle at every call (issue 39: the reference and ORTModule
+the buffers are judged by the float64 oracle at every call (the reference and ORTModule
 were silently wrong on a buffer updated under ``no_grad`` and on a branch on ``x.shape[0]``), and
 the pipeline's rebuilds by the transition contract: a new batch size re-exports only where the
 Python of forward decided otherwise on it (``ortcheck.stateful.size_reads``) or on a value

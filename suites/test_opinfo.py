@@ -4,7 +4,7 @@ and the gradient of every input requiring it, by the float64 oracle (``check_one
 catalogue of ``test_op_grads.py``), in float32 and float64.
 
 The samples are PyTorch's (``op.sample_inputs``, edge cases included), not ours: coverage is
-measured against torch's universe of ops, not a list we wrote (issue 39). Each op is one test; its
+measured against torch's universe of ops, not a list we wrote. Each op is one test; its
 first samples run in order (3 under ``dev`` and ``ci``, 30 under ``nightly``), generated after
 seeding torch, so a verdict does not depend on the hypothesis seed. Samples run on past a value beyond
 the bound, and the test reports the one furthest beyond it (a finding then holds on CPUs whose

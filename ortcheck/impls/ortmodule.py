@@ -60,7 +60,7 @@ class OrtModuleImpl(Implementation):
         module = module.to(options.device)
         if importlib.util.find_spec("bitsandbytes") is not None:
             # 4-bit layers call bitsandbytes' MatMul4Bit, the Function ORTModule exports as
-            # com.microsoft::MatMulBnb4 (#18131); without bitsandbytes they stay PythonOps.
+            # com.microsoft::MatMulBnb4 (onnxruntime#18131); without bitsandbytes they stay PythonOps.
             use_kernel(module, "bitsandbytes")
         with _ortmodule_env.applied(env):
             wrapped = ortmodule.ORTModule(module)

@@ -1,5 +1,5 @@
 """Small modules written the way people write ``forward``, each around one autograd or Python
-pattern a trace can get wrong (issue 39): regions without gradients, values read twice, frozen
+pattern a trace can get wrong: regions without gradients, values read twice, frozen
 parts, Python control flow on sizes and on values (``suites/test_forward_patterns.py``)."""
 from __future__ import annotations
 

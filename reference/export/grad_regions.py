@@ -4,7 +4,7 @@ Inside ``torch.no_grad()``, ``set_grad_enabled(False)`` or ``inference_mode()`` 
 so a value computed there reaches no parameter's gradient: a buffer updated from the activations
 (a running statistic, an EMA) and then used. The exporter traces the whole forward under its own
 ``no_grad``, which hides those regions, and the gradient builder differentiates every traced path:
-the reference was silently wrong there (gradients up to 0.175 off; issue 39). So the flat module
+the reference was silently wrong there (gradients up to 0.175 off). So the flat module
 traces with grad mode on, yet with nothing requiring grad (its inputs come detached and the
 module's parameters are frozen for the trace, so the tracer bakes no grad-requiring tensor in, as
 it refused to for the 4-bit layers' cached weights), and while the user's code turns grad mode off

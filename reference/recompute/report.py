@@ -1,4 +1,4 @@
-"""The memory optimizer's report: one row per plan, like ORTModule's table (#17481), plus detail.
+"""The memory optimizer's report: one row per plan, like ORTModule's table (onnxruntime#17481), plus detail.
 
 ``Max Saving (Bytes)`` is evaluated on the sizes of the batch the graph was built on;
 ``Saving Symbolic (Bytes)`` is the simplified sympy expression in the graph's dimension names.

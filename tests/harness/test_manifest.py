@@ -96,7 +96,7 @@ def _on(machine: Machine, device: str) -> Machine:
 
 def test_a_cpu_flag_finding_never_matches_a_cuda_run():
     """The H200 host has avx512f too: bitsandbytes' CPU-kernel finding once passed a cuda failure of
-    another cause off as expected (../shared/gpu/EVIDENCE-2026-11-26.md, item 4)."""
+    another cause off as expected (the first H200 run, docs/gpu.md)."""
     findings = load(MANIFESTS[[p.stem for p in MANIFESTS].index("bitsandbytes")])
     flagged = [f for f in findings if f.condition and "cpu_flags" in dict(f.condition.terms)]
     assert flagged, "the bitsandbytes manifest has no CPU-flag finding left to check"

@@ -120,7 +120,7 @@ def test_a_gpu_run_gets_columns_of_its_own(tmp_path):
 
 
 def test_a_fleet_sees_on_which_machines_each_finding_held(tmp_path):
-    """Issue 31: a finding strict on machine A that passes on B (a strict XPASS: fail) is machine-specific;
+    """A finding strict on machine A that passes on B (a strict XPASS: fail) is machine-specific;
     the merge keeps both verdicts, shows the worse in the matrix and names the machines."""
     specific, everywhere = "suites/test_a.py::test_x", "suites/test_a.py::test_y"
     amd = _summary(tmp_path / "amd", [(specific, "reference", "expected-fail"), (everywhere, "reference", "expected-fail")],

@@ -49,7 +49,7 @@ def test_each_check_catches_its_positive_control(control, failing):
 @pytest.mark.parametrize("control, costly, when", [(ReexportsOnNewSizes, "new batch size", "after the batch of 3"),
                                                    (OneGraphSlot, "train/eval", "after the train call")])
 def test_an_extra_export_with_every_value_right_is_a_cost_not_a_failure(control, costly, when):
-    """Issue 40, item 11: re-exporting more than the contract predicts costs time and computes the
+    """Re-exporting more than the contract predicts costs time and computes the
     same numbers; the verdict says so instead of "does NOT train like eager"."""
     result = _check(control(), ("gradients", "new batch size", "train/eval"))
     statuses = {o.check: o.status for o in result.outcomes}

@@ -1,4 +1,4 @@
-"""Which inputs are differentiated (issue 40, item 4): as the user's ``batch()`` returns them by
+"""Which inputs are differentiated: as the user's ``batch()`` returns them by
 default, so a mask or a token-type tensor is data whose gradient nobody computes in training and
 nobody judges here; ``input_grads="all"`` judges every floating input, ``"none"`` none."""
 import pytest

@@ -153,7 +153,7 @@ class _TracedOnce(EagerImpl):
 
 
 def test_a_new_batch_size_failure_is_localized_with_its_likely_cause(tmp_path):
-    """Issue 40, item 6: right at batch 2, wrong at 3 without a re-export: the verdict says the likely
+    """Right at batch 2, wrong at 3 without a re-export: the verdict says the likely
     cause, the search runs both sizes on one wrap, and the eager runs show the branch on the size."""
     result = check_model(targets.size_branching, targets.batch, targets.mean_loss, impl=_TracedOnce(),
                          checks=("gradients", "new batch size"), report_dir=tmp_path)
@@ -184,7 +184,7 @@ def test_a_size_turned_into_a_number_is_pointed_at():
 
 
 def test_a_region_with_grad_disabled_is_pointed_at_and_an_op_failing_otherwise_is_not_the_cause():
-    """Issue 40, item 10: a buffer updated under no_grad, through a pipeline that ignores no_grad: no op
+    """A buffer updated under no_grad, through a pipeline that ignores no_grad: no op
     fails alone as the model does (a value off); the region is named, and the op that fails alone
     only in its structure (an output requiring grad) is listed apart, not called the first failing op."""
     from controls.gradients import IgnoresNoGradRegions

@@ -1,6 +1,6 @@
 """``ortcheck check`` from a plain shell, default threads: every check runs in a forked child, and a
 child of a parent that ran OpenMP kernels on several threads used to wait forever in libgomp's barrier
-(issue 40: killed after 657 s). Each part now runs its child on one thread, the command runs on one
+(a user's run was killed after 657 s). Each part now runs its child on one thread, the command runs on one
 thread from its start, and a child that hangs anyway is killed and reported naming its part."""
 import os
 import subprocess

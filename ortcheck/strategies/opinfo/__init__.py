@@ -1,4 +1,4 @@
-"""PyTorch's own OpInfo database as one-op cases for pipelines (issue 39, item 2).
+"""PyTorch's own OpInfo database as one-op cases for pipelines.
 
 The hand-written catalogue (:mod:`ortcheck.strategies.ops`) covers the ops transformer training
 uses; PyTorch's ``op_db`` covers ~500 more, with samples its authors chose to reach each op's

@@ -1,4 +1,4 @@
-"""Graph rewrites to fewer kernels (issue 33), applied by the gradient builder to both graphs.
+"""Graph rewrites to fewer kernels, applied by the gradient builder to both graphs.
 
 Each rewrite is a graph-to-graph function in a module of its own, registered under a name; the
 loop in :func:`fuse` runs them once each, in registration order (the order matters: duplicates are
