@@ -22,8 +22,8 @@ oracle; integer buffers must be equal.
   way, and that parent trains on as eager's.
 An implementation may refuse a behaviour (:func:`refusal`): with one of the error types it declares
 (``Implementation.refusal_errors()``), naming the behaviour, and only where the behaviour first
-shows (the action bringing it, or the first forward that reaches it). A behaviour that trained once
-and fails later, an error of any other type, and silent divergence fail. Drawn properties first run
+shows (the action bringing it, or the first forward that reaches it); the test's outcome is then
+``refused`` in the reports, never ``pass``. A behaviour that trained once and fails later, an error of any other type, and silent divergence fail. Drawn properties first run
 the known failing examples of the implementation's manifest. Each property runs under both re-check
 policies (the ``options`` fixture below): ``checked`` (the harness default, every forward
 re-checked) and, for an implementation with a skip-check fast path, ``skip_checks`` (ORTModule's
@@ -150,23 +150,24 @@ class Runs:
 
 def drawn(check, examples: tuple[str, ...] = (), fraction: float = 0.2, **strategies):
     """``check(impl, options, seed=..., ...)`` on the manifest's known failing examples (dict
-    literals of those arguments) first, then on drawn values; a refusal ends an example."""
+    literals of those arguments) first, then on drawn values; a refusal ends an example and makes the
+    test's outcome ``refused`` (``record_refusal``), not ``pass``."""
 
-    def attempt(impl, options, values) -> None:
+    def attempt(impl, options, record_refusal, values) -> None:
         try:
             check(impl, options, **values)
-        except Refused:
-            pass
+        except Refused as refused:
+            record_refusal(str(refused))
 
     @costly(fraction)
     @given(seed=SEEDS, **strategies)
-    def run(impl, options, **values):
-        attempt(impl, options, values)
+    def run(impl, options, record_refusal, **values):
+        attempt(impl, options, record_refusal, values)
 
-    def test(impl, options):
+    def test(impl, options, record_refusal):
         for text in examples:
-            attempt(impl, options, ast.literal_eval(text))
-        run(impl, options)
+            attempt(impl, options, record_refusal, ast.literal_eval(text))
+        run(impl, options, record_refusal)
 
     return test
 
@@ -181,9 +182,9 @@ def check_forward_state(impl, options, seed: int, kind: str, nested: bool, steps
     runs.evaluate(kind)
 
 
-def test_buffers_written_in_forward_hold_eagers_values(impl, options, manifest_examples):
+def test_buffers_written_in_forward_hold_eagers_values(impl, options, manifest_examples, record_refusal):
     drawn(check_forward_state, manifest_examples, kind=st.sampled_from(semantics.STATE_KINDS), nested=st.booleans(),
-          steps=st.integers(1, 3))(impl, options)
+          steps=st.integers(1, 3))(impl, options, record_refusal)
 
 
 # ---- structure changed by the user
@@ -202,10 +203,10 @@ def check_structure_changes(impl, options, seed: int, changes: list[tuple[int, s
             runs.step("training")
 
 
-def test_structure_changed_by_the_user_takes_effect(impl, options, manifest_examples):
+def test_structure_changed_by_the_user_takes_effect(impl, options, manifest_examples, record_refusal):
     change = st.tuples(st.integers(0, 2), st.sampled_from(semantics.CHANGES), st.integers(0, semantics.BLOCKS - 1))
     drawn(check_structure_changes, manifest_examples,
-          changes=st.lists(change, min_size=1, max_size=3))(impl, options)
+          changes=st.lists(change, min_size=1, max_size=3))(impl, options, record_refusal)
 
 
 # ---- forward hooks
@@ -230,24 +231,26 @@ def check_forward_hooks(impl, options, seed: int, hooks: list[tuple[str, int, in
         assert calls["actual"] == calls["eager"], f"step {step + 1}: hook calls {calls['actual']}, eager {calls['eager']}"
 
 
-def test_forward_hooks_run_as_in_eager(impl, options, manifest_examples):
+def test_forward_hooks_run_as_in_eager(impl, options, manifest_examples, record_refusal):
     hook = st.tuples(st.sampled_from(semantics.HOOK_KINDS), st.integers(-1, semantics.BLOCKS - 1),
                      st.integers(0, 2), st.integers(1, 2))
-    drawn(check_forward_hooks, manifest_examples, hooks=st.lists(hook, min_size=1, max_size=3))(impl, options)
+    drawn(check_forward_hooks, manifest_examples,
+          hooks=st.lists(hook, min_size=1, max_size=3))(impl, options, record_refusal)
 
 
 # ---- custom autograd Functions
 
 
 @pytest.mark.parametrize("feature", semantics.FUNCTION_FEATURES)
-def test_custom_autograd_functions_inside_the_module(impl, options, feature):
+def test_custom_autograd_functions_inside_the_module(impl, options, feature, record_refusal):
     """Two steps, with the Function's non-tensor argument changing between them: only the first
     forward reaching the Function may refuse it."""
     seed = semantics.FUNCTION_FEATURES.index(feature)
     runs = Runs(impl, options, semantics.with_function(feature, seed), seed, semantics.function_names(feature))
     try:
         runs.step(f"autograd.Function ({feature})")
-    except Refused:
+    except Refused as refused:
+        record_refusal(str(refused))
         return
     runs.apply(lambda run, held, _called: semantics.change_function_argument(held))
     runs.step(f"autograd.Function ({feature}), argument changed")
@@ -307,9 +310,9 @@ def _held(called: nn.Module) -> nn.Module:
     return getattr(called, "module", None) or getattr(called, "_original_module", None) or called
 
 
-def test_copies_train_like_the_original(impl, options, manifest_examples):
+def test_copies_train_like_the_original(impl, options, manifest_examples, record_refusal):
     drawn(check_copies, manifest_examples, how=st.sampled_from(("deepcopy", "pickle", "torch_save", "state_dict")),
-          after_steps=st.integers(0, 2))(impl, options)
+          after_steps=st.integers(0, 2))(impl, options, record_refusal)
 
 
 # ---- a wrapped module inside a parent
@@ -343,7 +346,7 @@ def check_wrapped_in_parent(impl, options, seed: int, places: list[str], steps_b
         runs.step(f"a fresh parent loaded from the state_dict at {places}, after {steps_before} steps")
 
 
-def test_wrapped_module_inside_a_parent_saves_and_loads_as_eager(impl, options, manifest_examples):
+def test_wrapped_module_inside_a_parent_saves_and_loads_as_eager(impl, options, manifest_examples, record_refusal):
     drawn(check_wrapped_in_parent, manifest_examples,
           places=st.lists(st.sampled_from(semantics.PARENT_PLACES), min_size=1, max_size=3),
-          steps_before=st.integers(0, 2))(impl, options)
+          steps_before=st.integers(0, 2))(impl, options, record_refusal)

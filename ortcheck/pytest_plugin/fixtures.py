@@ -12,6 +12,7 @@ import pytest
 from ortcheck import impls
 from ortcheck.impls import Capability, Implementation, Options
 from ortcheck.pytest_plugin import not_applicable
+from ortcheck.report.collector import REFUSED
 
 # ``default``: gradients as autograd outputs; ``mem_efficient``: each parameter's gradient handed to
 # torch as the backward produces it (``Options(mem_efficient_grad=True)``), n/a on implementations
@@ -45,6 +46,18 @@ def options(request) -> Options:
     """The wrapping options: the command line's; under ``both_delivery_modes``, the mode's."""
     mode = getattr(request, "param", "default")
     return dataclasses.replace(request.config.ortcheck_options, mem_efficient_grad=mode == "mem_efficient")
+
+
+@pytest.fixture
+def record_refusal(request):
+    """``record_refusal(message)``: the implementation refused (by name, as the contract allows) part
+    of what the test checks. The test still passes, but its outcome in the reports is ``refused``
+    with the message's first line, never ``pass``: a pipeline refusing everything is not green."""
+    def record(message: str) -> None:
+        if not any(name == REFUSED for name, _ in request.node.user_properties):
+            request.node.user_properties.append((REFUSED, (str(message).strip().splitlines() or [""])[0][:200]))
+
+    return record
 
 
 def pytest_collection_modifyitems(items):

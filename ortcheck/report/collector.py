@@ -7,11 +7,15 @@ import re
 from ortcheck import seed
 
 _PARAMS = re.compile(r"\[(.*)\]$")
-# worst first: a property's cell shows the worst outcome among its parametrized items. "n/a": the
-# property does not apply to the implementation (a capability it lacks); "skip": it could run
-# elsewhere (a GPU, --nightly, the implementation's own environment).
-SEVERITY = ("fail", "error", "expected-fail", "pass", "skip", "n/a")
+# worst first: a property's cell shows the worst outcome among its parametrized items. "refused":
+# it passed, but the implementation refused (by name, as the contract allows) part of what the
+# property checks: never counted as a pass, so "supports" turning into "refuses" shows in the
+# matrix. "n/a": the property does not apply to the implementation (a capability it lacks); "skip":
+# it could run elsewhere (a GPU, --nightly, the implementation's own environment).
+SEVERITY = ("fail", "error", "expected-fail", "refused", "pass", "skip", "n/a")
+STATUSES = ("pass", "refused", "fail", "error", "expected-fail", "skip", "n/a")  # the order reports list them in
 NOT_APPLICABLE = "n/a: "
+REFUSED = "ortcheck_refused"  # the user property a test sets (the refusal's first line) when the implementation refused
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +59,10 @@ class ResultCollector:
             self.memory_plans.append({"test": report.nodeid, "table": properties["memory_plans"]})
         impl = properties.get("ortcheck_impl") or impl_of(report.nodeid) or "-"
         prop = split_nodeid(report.nodeid, impl)
-        detail = properties.get("ortcheck_not_as_recorded") or _detail(report, status)  # the matrix says why
+        if status == "pass" and REFUSED in properties:
+            status, detail = "refused", properties[REFUSED]
+        else:  # the matrix says why
+            detail = properties.get("ortcheck_not_as_recorded") or _detail(report, status)
         self.outcomes.append(Outcome(prop, impl, status, detail))
 
 

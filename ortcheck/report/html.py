@@ -11,10 +11,12 @@ import base64
 import html
 from pathlib import Path
 
+from ortcheck.report.collector import STATUSES
 from ortcheck.report.matrix import ConformanceMatrix
 
-_STATUSES = ("pass", "fail", "error", "expected-fail", "skip", "n/a")
-_LABEL = {"pass": "pass", "fail": "FAIL", "error": "ERROR", "expected-fail": "xfail", "skip": "skip", "n/a": "n/a"}
+_STATUSES = STATUSES
+_LABEL = {"pass": "pass", "refused": "refused", "fail": "FAIL", "error": "ERROR", "expected-fail": "xfail",
+          "skip": "skip", "n/a": "n/a"}
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }

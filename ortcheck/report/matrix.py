@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ortcheck.report.collector import SEVERITY, Outcome
 
-_SYMBOL = {"pass": "pass", "fail": "FAIL", "error": "ERROR", "expected-fail": "xfail", "skip": "skip", "n/a": "n/a"}
+_SYMBOL = {"pass": "pass", "refused": "refused", "fail": "FAIL", "error": "ERROR", "expected-fail": "xfail",
+           "skip": "skip", "n/a": "n/a"}
 
 
 @dataclasses.dataclass

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from ortcheck.report import html
-from ortcheck.report.collector import Outcome
+from ortcheck.report.collector import STATUSES, Outcome
 from ortcheck.report.matrix import ConformanceMatrix, write_json
 
 
@@ -42,7 +42,7 @@ def markdown(folder: Path, summary: dict, title: str) -> str:
 
 
 def _counts_table(matrix: ConformanceMatrix) -> str:
-    statuses = ("pass", "fail", "error", "expected-fail", "skip", "n/a")
+    statuses = STATUSES
     lines = ["| implementation | " + " | ".join(statuses) + " |", "|---|" + "---:|" * len(statuses)]
     for impl, counts in matrix.counts_by_impl().items():
         lines.append(f"| {impl} | " + " | ".join(str(counts[s]) for s in statuses) + " |")

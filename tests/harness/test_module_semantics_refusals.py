@@ -1,6 +1,7 @@
 """The module-semantics suite's refusal contract and its parent property, end to end: positive controls
 (implementations built on eager that break one rule each) fail it, and the refusal the contract
 allows passes."""
+import json
 import shutil
 import textwrap
 from pathlib import Path
@@ -81,6 +82,21 @@ class PrefixesInParent(EagerImpl):
 
 
 impls.register(PrefixesInParent.name, PrefixesInParent)
+
+
+import dataclasses, json
+from ortcheck.report import ResultCollector
+
+COLLECTOR = ResultCollector()  # what ``ortcheck run`` reports from, written to outcomes.json
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(COLLECTOR, "ortcheck-collector")
+
+
+def pytest_sessionfinish(session):
+    with open("outcomes.json", "w") as out:
+        json.dump([dataclasses.asdict(o) for o in COLLECTOR.outcomes], out)
 """
 
 
@@ -97,8 +113,13 @@ def run(python, project, *args):
     return python.runpytest(project, "--hypothesis-profile", "dev", "-n", "0", *args)
 
 
-def test_a_declared_refusal_at_the_first_forward_passes(python, project):
+def test_a_declared_refusal_at_the_first_forward_passes_as_refused(python, project):
+    """Passes, as the contract allows, but the reports say ``refused`` with the refusal, never ``pass``."""
     run(python, project, FUNCTIONS, "--impl", "refuses_first").assert_outcomes(passed=5, skipped=5)
+    outcomes = json.loads((project.path / "outcomes.json").read_text())
+    cells = [cell for cell in outcomes if cell["impl"] == "refuses_first"]
+    assert [cell["status"] for cell in cells].count("refused") == 5, cells
+    assert all("autograd.Function refused" in cell["detail"] for cell in cells if cell["status"] == "refused")
 
 
 @pytest.mark.parametrize("impl_name", ["refuses_later", "refuses_undeclared"])

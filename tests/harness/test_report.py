@@ -73,3 +73,17 @@ def test_a_crashed_worker_report_is_attributed_to_its_implementation():
     crashed = report("suites/t.py::test_a[reference-core]", None, outcome="failed", user_properties=[])
     matrix = collect(crashed)
     assert matrix.rows() == [["suites/t.py::test_a[core]", "FAIL"]] and matrix.impls == ["reference"]
+
+
+def test_a_refusal_is_its_own_cell_never_a_pass():
+    """A pipeline refusing a behaviour by name passes the property as the contract allows, but the
+    cell says ``refused`` (with the refusal) and the counts keep it apart from ``pass``, so a pipeline
+    going from "supports" to "refuses" shows."""
+    refused = report("suites/t.py::test_hooks[reference]", "reference",
+                     user_properties=[("ortcheck_impl", "reference"), ("ortcheck_refused", "UnsupportedHookError: hook x")])
+    matrix = collect(refused, report("suites/t.py::test_hooks[eager]", "eager"))
+    assert matrix.rows() == [["suites/t.py::test_hooks", "pass", "refused"]]
+    assert matrix.counts_by_impl()["reference"]["refused"] == 1 and matrix.counts_by_impl()["reference"]["pass"] == 0
+    assert "refused reference suites/t.py::test_hooks: UnsupportedHookError: hook x" in matrix.notes()
+    assert matrix.ok  # a refusal the contract allows fails nothing
+
