@@ -4,7 +4,8 @@
 property x implementation matrix and writes ``report/summary.json`` and ``report/summary.md``
 (with a PNG and CSV per convergence case). ``ortcheck golden update|diff`` manage golden curves;
 ``ortcheck findings`` lists the known findings of the manifests (docs/findings.md);
-``ortcheck report merge`` combines the reports of shards, environments and machines;
+``ortcheck report merge`` combines the reports of shards, environments and machines; ``ortcheck history``
+keeps every run in one SQLite file and says what changed since the last comparable run;
 ``ortcheck check MODULE:FACTORY`` checks the user's own model (:mod:`ortcheck.usercheck`).
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from ortcheck import golden_cli, impls, profiles
 from ortcheck.impls.base import DEVICES
+from ortcheck.history import command as history_command
 from ortcheck.report import findings, merge
 from ortcheck.usercheck import command as check_command
 
@@ -48,10 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--collect-findings", type=Path, default=None, metavar="FILE",
                      help="write a draft manifest entry for every unexpected failure into FILE (edit, then move "
                           "it into the implementation's manifest)")
+    run.add_argument("--history", type=Path, default=None, metavar="DB",
+                     help="also keep the run in this history file (`ortcheck history events` says what changed)")
     check_command.add_parser(commands)
     golden_cli.add_parser(commands)
     findings.add_parser(commands)
     merge.add_parser(commands)
+    history_command.add_parser(commands)
     return parser
 
 
@@ -75,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         return findings.run(args)
     if args.command == "report":
         return merge.run(args)
+    if args.command == "history":
+        return history_command.run(args)
     return golden_cli.run(args)
 
 

@@ -50,6 +50,10 @@ def run(args: argparse.Namespace) -> int:
     print("\nortcheck conformance matrix\n" + matrix.to_text())
     write_reports(args, matrix, exit_code, collector.outcomes, collector.convergence, collector.memory_plans,
                   collector.hypothesis)
+    if getattr(args, "history", None):
+        from ortcheck.history.command import ingest_into
+
+        ingest_into(args.history, [args.report_dir])
     if exit_code == pytest.ExitCode.NO_TESTS_COLLECTED or not matrix.cells:
         print("ortcheck run: no tests ran")
         return 1

@@ -1,0 +1,107 @@
+"""What changed since the last comparable run: same implementation selection, device and machine.
+
+Per (property, implementation), the latest run against the one before it:
+
+- ``new_fail``: failing (FAIL or error) now, not before; ``fixed``: the other way round;
+- ``new_finding``: an expected failure now (a manifest entry recorded it) where it passed before;
+- ``no_longer_failing``: a recorded finding passed (a strict XPASS): its manifest entry is stale;
+- ``now_refused``: passed before, refused now (a pipeline that stopped supporting something);
+- ``missing``: in the previous run, absent now (a property that silently left the matrix);
+- ``flaky``: failing now, and within the last ``WINDOW`` comparable runs it failed and then passed:
+  reported as flaky instead of as new_fail (Allure's rule, windowed).
+
+Machines differ (machine-conditional findings exist), so runs on different machines are never
+compared: two machines' runs of one night sit side by side, each against its own previous run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+
+WINDOW = 5
+GATING = ("new_fail", "missing", "no_longer_failing")  # what stops a nightly gate by default
+KINDS = ("new_fail", "fixed", "new_finding", "no_longer_failing", "now_refused", "missing", "flaky")
+_FAILING, _PASSING = {"fail", "error"}, {"pass", "refused"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    kind: str
+    property: str
+    impl: str
+    before: str | None  # the previous run's status (None: absent)
+    now: str | None
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    run: int
+    previous: int | None
+    machine: str | None
+    events: tuple[Event, ...]
+
+
+def comparable_runs(connection: sqlite3.Connection, run_id: int) -> list[int]:
+    """The runs comparable with ``run_id`` up to it, oldest first."""
+    impl, device, machine = connection.execute("SELECT impl, device, machine FROM runs WHERE id = ?", (run_id,)).fetchone()
+    rows = connection.execute("SELECT id FROM runs WHERE impl IS ? AND device IS ? AND machine IS ? AND id <= ?"
+                              " ORDER BY id", (impl, device, machine, run_id)).fetchall()
+    return [row[0] for row in rows]
+
+
+def latest_runs(connection: sqlite3.Connection, since: int | None = None) -> list[int]:
+    """The newest run of each (implementation selection, device, machine), newer than ``since``."""
+    rows = connection.execute("SELECT MAX(id) FROM runs WHERE id > ? GROUP BY impl, device, machine ORDER BY 1",
+                              (since or 0,)).fetchall()
+    return [row[0] for row in rows]
+
+
+def compare(connection: sqlite3.Connection, run_id: int) -> Comparison:
+    runs = comparable_runs(connection, run_id)
+    machine = connection.execute("SELECT machine FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+    previous = runs[-2] if len(runs) > 1 else None
+    if previous is None:
+        return Comparison(run_id, None, machine, ())
+    now, before = _verdicts(connection, run_id), _verdicts(connection, previous)
+    window = {run: _verdicts(connection, run) for run in runs[-WINDOW:]}
+    events = []
+    for key in sorted(set(now) | set(before)):
+        was, is_ = before.get(key, (None, ""))[0], now.get(key, (None, ""))[0]
+        reason = (now.get(key) or before.get(key))[1]
+        kind = _kind(was, is_)
+        if kind == "new_fail" and _flaky([window[run].get(key, (None,))[0] for run in window]):
+            kind = "flaky"
+        if kind:
+            events.append(Event(kind, key[0], key[1], was, is_, reason))
+    return Comparison(run_id, previous, machine, tuple(events))
+
+
+def _kind(was: str | None, is_: str | None) -> str | None:
+    if is_ is None:
+        return "missing" if was is not None else None
+    if is_ == "xpass":
+        return "no_longer_failing"
+    if is_ in _FAILING and was not in _FAILING:
+        return "new_fail"
+    if was in _FAILING and is_ in _PASSING:
+        return "fixed"
+    if is_ == "expected-fail" and was in _PASSING:
+        return "new_finding"
+    if is_ == "refused" and was == "pass":
+        return "now_refused"
+    return None
+
+
+def _flaky(statuses: list[str | None]) -> bool:
+    """Failing now, and within the window an earlier failure was followed by a pass."""
+    outcomes = ["fail" if s in _FAILING else "pass" for s in statuses if s in _FAILING | _PASSING]
+    if not outcomes or outcomes[-1] != "fail":
+        return False
+    earlier = outcomes[:-1]
+    return "fail" in earlier and "pass" in earlier[earlier.index("fail"):]
+
+
+def _verdicts(connection: sqlite3.Connection, run_id: int) -> dict[tuple[str, str], tuple[str, str]]:
+    rows = connection.execute("SELECT property, impl, status, reason FROM verdicts WHERE run_id = ?", (run_id,))
+    return {(prop, impl): (status, reason) for prop, impl, status, reason in rows}

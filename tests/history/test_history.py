@@ -1,0 +1,145 @@
+"""``ortcheck history``: report folders into one SQLite file, and what changed since the last comparable run."""
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ortcheck.cli import main
+from ortcheck.history.events import compare, latest_runs
+from ortcheck.history.ingest import ingest
+from ortcheck.history.store import HistoryError, opened
+from ortcheck.report.collector import Outcome
+from ortcheck.report.summary import write_summary
+
+M1, M2 = "AMD EPYC (avx512f; device cpu)", "Intel Xeon (avx2; device cpu)"
+XPASS = "[XPASS(strict)] [reference manifest] known"
+
+# per property, its status in runs 1..6 on machine M1 (None: absent from that run)
+NIGHTS = {
+    "suites/t.py::test_a": ["pass", "fail", "pass", "fail", "pass", "pass"],
+    "suites/t.py::test_b": ["pass", "pass", "expected-fail", "expected-fail", "xpass", "pass"],
+    "suites/t.py::test_c": ["pass", "pass", "pass", None, "pass", "pass"],
+    "suites/t.py::test_d": ["pass", "pass", "pass", "pass", "pass", "refused"],
+}
+EXPECTED = {  # run -> the events of its comparison with the run before
+    2: [("new_fail", "suites/t.py::test_a")],
+    3: [("fixed", "suites/t.py::test_a"), ("new_finding", "suites/t.py::test_b")],
+    4: [("flaky", "suites/t.py::test_a"), ("missing", "suites/t.py::test_c")],
+    5: [("fixed", "suites/t.py::test_a"), ("no_longer_failing", "suites/t.py::test_b")],
+    6: [("now_refused", "suites/t.py::test_d")],
+}
+
+
+def report(folder: Path, statuses: dict[str, str | None], machine: str = M1, night: int = 1) -> Path:
+    outcomes = [Outcome(prop, "reference", "fail" if status == "xpass" else status,
+                        XPASS if status == "xpass" else ("AssertionError: off" if status == "fail" else ""))
+                for prop, status in statuses.items() if status is not None]
+    environment = {"impl": "reference", "device": "cpu", "machine": machine, "torch": "2.13.0", "python": "3.11",
+                   "finished": f"2026-11-{night:02d}T03:00:00+00:00", "hypothesis": "hypothesis derandomized (profile ci)"}
+    write_summary(folder, {"environment": environment, "conformance": {}, "outcomes": [o.__dict__ for o in outcomes],
+                           "convergence": [], "memory_plans": []}, "night")
+    return folder
+
+
+def nights(tmp_path: Path, machine: str = M1, prefix: str = "m1") -> list[Path]:
+    return [report(tmp_path / f"{prefix}-{n + 1}", {p: s[n] for p, s in NIGHTS.items()}, machine, n + 1)
+            for n in range(6)]
+
+
+def test_six_nights_name_each_change_once(tmp_path):
+    db = tmp_path / "history.sqlite"
+    with opened(db) as connection:
+        runs = [ingest(connection, folder) for folder in nights(tmp_path)]
+        found = {n + 1: [(e.kind, e.property) for e in compare(connection, run).events] for n, run in enumerate(runs)}
+    assert found == {1: [], **EXPECTED}
+
+
+def test_two_machines_of_one_night_sit_side_by_side(tmp_path):
+    """Machine-conditional findings exist: another machine's verdict is never a change of this one's."""
+    db = tmp_path / "history.sqlite"
+    with opened(db) as connection:
+        for folder in nights(tmp_path):
+            ingest(connection, folder)
+        other = {p: "fail" if p.endswith("test_a") else "pass" for p in NIGHTS}  # fails there, every night
+        ingest(connection, report(tmp_path / "m2-1", other, M2, 1))
+        ingest(connection, report(tmp_path / "m2-2", other, M2, 2))
+        comparisons = [compare(connection, run) for run in latest_runs(connection)]
+    assert [(c.machine, [(e.kind, e.property) for e in c.events]) for c in comparisons] == [(M1, EXPECTED[6]), (M2, [])]
+
+
+def test_ingesting_a_run_twice_is_a_no_op(tmp_path):
+    folder = report(tmp_path / "r", {"suites/t.py::test_a": "pass"})
+    with opened(tmp_path / "h.sqlite") as connection:
+        assert ingest(connection, folder) == 1
+        assert ingest(connection, folder) is None
+        assert connection.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (1,)
+
+
+def _ingest_all(db: str, folders: list[str]) -> None:
+    with opened(Path(db)) as connection:
+        for folder in folders:
+            ingest(connection, Path(folder))
+
+
+def test_processes_ingesting_into_one_file_at_once_lose_and_duplicate_nothing(tmp_path):
+    folders = [str(report(tmp_path / f"r{k}", {f"suites/t.py::test_{k}": "pass"}, night=k + 1)) for k in range(12)]
+    db = str(tmp_path / "h.sqlite")
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_ingest_all, args=(db, folders[k::2] + folders)) for k in range(4)]  # overlapping
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+        assert worker.exitcode == 0
+    with opened(Path(db)) as connection:
+        assert connection.execute("SELECT COUNT(*) FROM runs").fetchone() == (12,)
+        assert connection.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (12,)
+
+
+def test_a_newer_or_foreign_file_is_refused_and_left_as_it_was(tmp_path, capsys):
+    folder = report(tmp_path / "r", {"suites/t.py::test_a": "pass"})
+    newer = tmp_path / "newer.sqlite"
+    with sqlite3.connect(newer) as connection:
+        connection.execute("PRAGMA user_version = 99")
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as connection:
+        connection.execute("CREATE TABLE mine (x)")
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"not a database at all, not even close")
+    for path, message in ((newer, "schema version 99, newer"), (foreign, "not an ortcheck history"),
+                          (garbage, "not a history file")):
+        before = path.read_bytes()
+        assert main(["history", "ingest", str(folder), "--history", str(path)]) == 2
+        out = capsys.readouterr().out
+        assert message in out and len(out.strip().splitlines()) == 1, out
+        assert path.read_bytes() == before
+
+
+def test_bad_report_folders_are_refused_and_nothing_is_written(tmp_path, capsys):
+    db = tmp_path / "h.sqlite"
+    good = report(tmp_path / "good", {"suites/t.py::test_a": "pass"})
+    truncated = report(tmp_path / "truncated", {"suites/t.py::test_a": "pass"})
+    (truncated / "summary.json").write_text((truncated / "summary.json").read_text()[:40])
+    for bad, message in ((tmp_path, "no summary.json"), (truncated, "not valid JSON")):
+        assert main(["history", "ingest", str(good), str(bad), "--history", str(db)]) == 2
+        assert message in capsys.readouterr().out
+    assert not db.exists() or main(["history", "show", "*", "--history", str(db)]) == 2
+
+
+def test_events_gate_show_and_prune_from_the_command_line(tmp_path, capsys):
+    db = str(tmp_path / "h.sqlite")
+    folders = nights(tmp_path)
+    assert main(["history", "ingest", *map(str, folders[:2]), "--history", db]) == 0
+    capsys.readouterr()
+    assert main(["history", "events", "--history", db]) == 1  # run 2: a new FAIL stops the gate
+    assert "**new_fail** (1)" in capsys.readouterr().out
+    assert main(["history", "events", "--history", db, "--fail-on", ""]) == 0
+    assert main(["history", "events", "--history", db, "--fail-on", "nonsense"]) == 2
+    capsys.readouterr()
+    assert main(["history", "show", "suites/t.py::test_a", "--history", db]) == 0
+    assert [line.split(": ")[1].split()[0] for line in capsys.readouterr().out.splitlines()] == ["pass", "fail"]
+    assert main(["history", "prune", "--keep-days", "0", "--history", db]) == 0
+    assert "2 runs older than 0 days removed" in capsys.readouterr().out
+    with opened(Path(db)) as connection:
+        assert connection.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (0,)
