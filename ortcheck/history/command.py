@@ -1,4 +1,4 @@
-"""``ortcheck history``: ingest report folders, list what changed, show one property's runs, prune."""
+"""``ortcheck history``: ingest report folders, list what changed, show one property's runs, a page, prune."""
 from __future__ import annotations
 
 import argparse
@@ -33,6 +33,8 @@ def add_parser(commands) -> None:
                              f"valid: {','.join(events_module.KINDS)}; empty: never)")
     show = actions.add_parser("show", parents=[common], help="one property's verdicts, run by run")
     show.add_argument("property", help="a property (node id without the implementation), fnmatch patterns allowed")
+    page = actions.add_parser("page", parents=[common], help="the history as one HTML page (trends, events, changes)")
+    page.add_argument("--out", type=Path, default=Path("report/history.html"), metavar="FILE")
     prune = actions.add_parser("prune", parents=[common], help="forget runs older than N days")
     prune.add_argument("--keep-days", type=int, required=True, metavar="N")
 
@@ -106,6 +108,17 @@ def _show(args) -> int:
     return 0
 
 
+def _page(args) -> int:
+    from ortcheck.history.page import render
+
+    with opened(args.history, create=False) as connection:
+        text = render(connection, f"ortcheck history ({args.history.name})")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    print(f"{args.out}")
+    return 0
+
+
 def _prune(args) -> int:
     if args.keep_days < 0:
         raise HistoryError(f"--keep-days {args.keep_days}: a number of days, 0 or more")
@@ -116,4 +129,4 @@ def _prune(args) -> int:
     return 0
 
 
-_ACTIONS = {"ingest": _ingest, "events": _events, "show": _show, "prune": _prune}
+_ACTIONS = {"ingest": _ingest, "events": _events, "show": _show, "page": _page, "prune": _prune}

@@ -14,15 +14,14 @@ from pathlib import Path
 from ortcheck.report.collector import STATUSES
 from ortcheck.report.matrix import ConformanceMatrix
 
-_STATUSES = STATUSES
-_LABEL = {"pass": "pass", "refused": "refused", "fail": "FAIL", "error": "ERROR", "expected-fail": "xfail",
+LABEL = {"pass": "pass", "refused": "refused", "fail": "FAIL", "error": "ERROR", "expected-fail": "xfail",
           "skip": "skip", "n/a": "n/a"}
-_STYLE = """
+STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 2px 8px; text-align: left; font-size: 13px; }
 td.pass { background: #dff0d8; } td.fail, td.error { background: #f2dede; font-weight: bold; }
-td.expected-fail { background: #fcf8e3; } td.skip, td.n\\/a { background: #f5f5f5; color: #777; }
+td.expected-fail { background: #fcf8e3; } td.refused { background: #e8eaf6; } td.skip, td.n\\/a { background: #f5f5f5; color: #777; }
 code { font-size: 12px; } img { max-width: 720px; display: block; margin: 0.5em 0; }
 """
 
@@ -30,13 +29,13 @@ code { font-size: 12px; } img { max-width: 720px; display: block; margin: 0.5em 
 def render(summary: dict, matrix: ConformanceMatrix, title: str) -> str:
     e = html.escape
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{e(title)}</title>",
-             f"<style>{_STYLE}</style></head><body><h1>{e(title)}</h1><ul>"]
+             f"<style>{STYLE}</style></head><body><h1>{e(title)}</h1><ul>"]
     parts += [f"<li>{e(str(k))}: {e(str(v))}</li>" for k, v in summary["environment"].items() if v not in (None, "", [])]
     parts += [f"<li>column <code>{e(impl)}</code>: {e('; '.join(o))}</li>" for impl, o in summary.get("columns", {}).items()]
     parts.append("</ul><h2>Counts</h2><table id='counts'><tr><th>implementation</th>")
-    parts += [f"<th>{_LABEL[s]}</th>" for s in _STATUSES] + ["</tr>"]
+    parts += [f"<th>{LABEL[s]}</th>" for s in STATUSES] + ["</tr>"]
     for impl, counts in matrix.counts_by_impl().items():
-        parts.append(f"<tr><td>{e(impl)}</td>" + "".join(f"<td>{counts[s]}</td>" for s in _STATUSES) + "</tr>")
+        parts.append(f"<tr><td>{e(impl)}</td>" + "".join(f"<td>{counts[s]}</td>" for s in STATUSES) + "</tr>")
     parts.append("</table><h2>Failures</h2><ul id='failures'>")
     failures = [o for o in sorted(matrix.cells.values(), key=lambda o: (o.impl, o.property)) if o.status in ("fail", "error")]
     parts += [f"<li><b>{e(o.impl)}</b> <code>{e(o.property)}</code>: {e(o.detail)}</li>" for o in failures] or ["<li>none</li>"]
@@ -52,7 +51,7 @@ def render(summary: dict, matrix: ConformanceMatrix, title: str) -> str:
             for impl in matrix.impls:
                 outcome = matrix.cells.get((prop, impl))
                 cells.append("<td>-</td>" if outcome is None else
-                             f"<td class='{outcome.status}' title='{e(outcome.detail)}'>{_LABEL[outcome.status]}</td>")
+                             f"<td class='{outcome.status}' title='{e(outcome.detail)}'>{LABEL[outcome.status]}</td>")
             parts.append(f"<tr><td><code>{e(prop.partition('::')[2] or prop)}</code></td>{''.join(cells)}</tr>")
         parts.append("</table>")
     parts += _convergence(summary.get("convergence", [])) + _memory(summary.get("memory_plans", []))

@@ -66,3 +66,27 @@ def test_the_html_report_renders_the_matrix_and_the_plots(driver, tmp_path):
     assert width > 0, "the convergence plot did not render"
     failed = driver.find_element(by.CSS_SELECTOR, "td.fail")
     assert failed.value_of_css_property("background-color") not in ("rgba(0, 0, 0, 0)", "transparent")
+
+
+def test_the_history_page_renders_its_trend_and_stripes(driver, tmp_path):
+    from ortcheck.cli import main
+    from ortcheck.report.collector import Outcome
+
+    for night, status in enumerate(["pass", "fail", "pass"], 1):
+        outcomes = [Outcome("suites/test_a.py::test_x", "reference", status, "AssertionError: off" if status == "fail" else ""),
+                    Outcome("suites/test_a.py::test_y", "reference", "pass", "")]
+        write_summary(tmp_path / f"night-{night}", {"environment": {"impl": "reference", "device": "cpu", "machine": "CPU A",
+                                                                   "finished": f"2026-11-0{night}T03:00:00+00:00"},
+                                                   "outcomes": [o.__dict__ for o in outcomes], "convergence": [],
+                                                   "memory_plans": []}, "night")
+    db, page = tmp_path / "h.sqlite", tmp_path / "history.html"
+    assert main(["history", "ingest", *(str(tmp_path / f"night-{n}") for n in (1, 2, 3)), "--history", str(db)]) == 0
+    assert main(["history", "page", "--history", str(db), "--out", str(page)]) == 0
+    driver.get(page.as_uri())
+    by = pytest.importorskip("selenium.webdriver.common.by").By
+    width = driver.execute_script("const img = document.querySelector('img.trend');"
+                                  "return img && img.complete ? img.naturalWidth : 0;")
+    assert width > 0, "the trend chart did not render"
+    stripe = [c.text for c in driver.find_elements(by.CSS_SELECTOR, "table.stripes td[class]")]
+    assert stripe == ["pass", "FAIL", "pass"]  # test_x changed; test_y did not, so it has no stripe
+    assert "fixed" in driver.find_element(by.CSS_SELECTOR, "ul.events").text

@@ -143,3 +143,16 @@ def test_events_gate_show_and_prune_from_the_command_line(tmp_path, capsys):
     assert "2 runs older than 0 days removed" in capsys.readouterr().out
     with opened(Path(db)) as connection:
         assert connection.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (0,)
+
+
+def test_the_page_shows_each_groups_runs_events_and_changed_properties(tmp_path):
+    from ortcheck.history.page import render
+
+    with opened(tmp_path / "h.sqlite") as connection:
+        for folder in nights(tmp_path):
+            ingest(connection, folder)
+        page = render(connection, "nightly")
+    assert page.count("<h2 class='group'>") == 1 and "data:image/png;base64," in page
+    assert "<b>now_refused</b>" in page  # the latest run's event
+    stripes = page.split("<table class='stripes'>")[1]
+    assert "test_a" in stripes and "test_c" in stripes and "test_d" in stripes  # changed (or absent) within the runs
