@@ -73,3 +73,18 @@ def test_no_text_points_outside_the_repository_or_at_issue_numbers():
                 issues.append(where)
     assert not outside, f"paths outside the repository: {outside}"
     assert not issues, f"issue numbers (say what it is about instead): {issues}"
+
+
+def test_every_suite_is_listed_in_the_readme_and_docs_suites_and_says_its_property():
+    """A new suite cannot land without its line in both lists and a docstring stating its property;
+    a removed one cannot stay listed."""
+    import ast
+
+    on_disk = {path.stem for path in (REPO / "suites").glob("test_*.py")}
+    table = set(re.findall(r"^\| `suites/(test_\w+)\.py` \|", (REPO / "docs" / "suites.md").read_text(), re.M))
+    in_readme = set(re.findall(r"`(test_\w+)`", README)) & (on_disk | table)
+    assert table == on_disk, f"docs/suites.md: missing {sorted(on_disk - table)}, stale {sorted(table - on_disk)}"
+    assert in_readme == on_disk, f"README: missing {sorted(on_disk - in_readme)}"
+    silent = [name for name in sorted(on_disk)
+              if not ast.get_docstring(ast.parse((REPO / "suites" / f"{name}.py").read_text()))]
+    assert not silent, f"suites without a docstring stating their property: {silent}"
