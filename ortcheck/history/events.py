@@ -8,7 +8,10 @@ Per (property, implementation), the latest run against the one before it:
 - ``now_refused``: passed before, refused now (a pipeline that stopped supporting something);
 - ``missing``: in the previous run, absent now (a property that silently left the matrix);
 - ``flaky``: failing now, and within the last ``WINDOW`` comparable runs it failed and then passed:
-  reported as flaky instead of as new_fail (Allure's rule, windowed).
+  reported as flaky instead of as new_fail (Allure's rule, windowed);
+- ``drifting``: a convergence case whose worst error against the float64 oracle (in units of eager's
+  own error, the report's ``convergence_parity``) grew in each of the last ``DRIFT_RUNS`` runs while
+  still passing: a curve walking towards its bound a little more every night.
 
 Machines differ (machine-conditional findings exist), so runs on different machines are never
 compared: two machines' runs of one night sit side by side, each against its own previous run.
@@ -16,11 +19,14 @@ compared: two machines' runs of one night sit side by side, each against its own
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 import sqlite3
 
 WINDOW = 5
+DRIFT_RUNS = 3
 GATING = ("new_fail", "missing", "no_longer_failing")  # what stops a nightly gate by default
-KINDS = ("new_fail", "fixed", "new_finding", "no_longer_failing", "now_refused", "missing", "flaky")
+KINDS = ("new_fail", "fixed", "new_finding", "no_longer_failing", "now_refused", "missing", "flaky", "drifting")
 _FAILING, _PASSING = {"fail", "error"}, {"pass", "refused"}
 
 
@@ -74,7 +80,28 @@ def compare(connection: sqlite3.Connection, run_id: int) -> Comparison:
             kind = "flaky"
         if kind:
             events.append(Event(kind, key[0], key[1], was, is_, reason))
+    events += _drifting(connection, runs[-(DRIFT_RUNS + 1):])
     return Comparison(run_id, previous, machine, tuple(events))
+
+
+def _drifting(connection: sqlite3.Connection, runs: list[int]) -> list[Event]:
+    if len(runs) < DRIFT_RUNS + 1:
+        return []
+    ratios: dict[str, list[float | None]] = {}
+    for position, run in enumerate(runs):
+        for test, data in connection.execute("SELECT test, data FROM convergence WHERE run_id = ?", (run,)):
+            ratios.setdefault(test, [None] * len(runs))[position] = _oracle_ratio(json.loads(data))
+    found = []
+    for test, values in sorted(ratios.items()):
+        if None not in values and all(a < b for a, b in zip(values, values[1:])):
+            trail = " -> ".join(f"{v:.2f}x" for v in values)
+            found.append(Event("drifting", test, "", None, None, f"worst error {trail} eager's"))
+    return found
+
+
+def _oracle_ratio(entry: dict) -> float | None:
+    match = re.search(r"worst error ([0-9.]+)x", str(entry.get("convergence_parity", "")))
+    return float(match.group(1)) if match else None
 
 
 def _kind(was: str | None, is_: str | None) -> str | None:

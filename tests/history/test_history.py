@@ -31,14 +31,15 @@ EXPECTED = {  # run -> the events of its comparison with the run before
 }
 
 
-def report(folder: Path, statuses: dict[str, str | None], machine: str = M1, night: int = 1) -> Path:
+def report(folder: Path, statuses: dict[str, str | None], machine: str = M1, night: int = 1,
+           convergence: list[dict] = ()) -> Path:
     outcomes = [Outcome(prop, "reference", "fail" if status == "xpass" else status,
                         XPASS if status == "xpass" else ("AssertionError: off" if status == "fail" else ""))
                 for prop, status in statuses.items() if status is not None]
     environment = {"impl": "reference", "device": "cpu", "machine": machine, "torch": "2.13.0", "python": "3.11",
                    "finished": f"2026-11-{night:02d}T03:00:00+00:00", "hypothesis": "hypothesis derandomized (profile ci)"}
     write_summary(folder, {"environment": environment, "conformance": {}, "outcomes": [o.__dict__ for o in outcomes],
-                           "convergence": [], "memory_plans": []}, "night")
+                           "convergence": list(convergence), "memory_plans": []}, "night")
     return folder
 
 
@@ -156,3 +157,18 @@ def test_the_page_shows_each_groups_runs_events_and_changed_properties(tmp_path)
     assert "<b>now_refused</b>" in page  # the latest run's event
     stripes = page.split("<table class='stripes'>")[1]
     assert "test_a" in stripes and "test_c" in stripes and "test_d" in stripes  # changed (or absent) within the runs
+
+
+def test_a_convergence_case_walking_towards_its_bound_is_named(tmp_path):
+    """Still passing, its worst error growing every night: named once the last 3 runs each grew."""
+    test = "suites/test_convergence.py::test_convergence[reference-bloom_lm]"
+    with opened(tmp_path / "h.sqlite") as connection:
+        found = []
+        for night, ratio in enumerate([1.1, 1.0, 1.3, 1.9, 2.6], 1):
+            entry = {"test": test, "status": "pass",
+                     "convergence_parity": f"float64 oracle: worst error {ratio:.2f}x the scale (bound 32x)"}
+            run = ingest(connection, report(tmp_path / f"n{night}", {"suites/t.py::test_a": "pass"}, night=night,
+                                            convergence=[entry]))
+            found.append([(e.kind, e.property, e.reason) for e in compare(connection, run).events])
+    assert found[:4] == [[], [], [], []]
+    assert found[4] == [("drifting", test, "worst error 1.00x -> 1.30x -> 1.90x -> 2.60x eager's")]
