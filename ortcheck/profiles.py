@@ -57,25 +57,32 @@ def costly(fraction: float) -> settings:
 
 
 @contextlib.contextmanager
-def _phases(suffix: str, keep) -> Iterator[None]:
+def _phases(suffix: str, keep, test=None) -> Iterator[None]:
     """The active profile with only the phases ``keep`` accepts, for tests run inside this context
-    (nested ``@given`` and :func:`scaled` settings made there inherit them)."""
+    (nested ``@given`` and :func:`scaled` settings made there inherit them), and for ``test`` (a
+    ``@given`` function) too: its ``@settings`` were fixed when its module was imported."""
     active, previous = settings.default, settings.get_current_profile_name()
     name = f"{previous}-{suffix}"
     settings.register_profile(name, parent=active, phases=[p for p in active.phases if keep(p)])
     settings.load_profile(name)
+    own = getattr(test, "_hypothesis_internal_use_settings", None)
+    if own is not None:
+        test._hypothesis_internal_use_settings = settings(own, phases=[p for p in own.phases if keep(p)])
     try:
         yield
     finally:
         settings.load_profile(previous)
+        if own is not None:
+            test._hypothesis_internal_use_settings = own
 
 
-def without_shrinking() -> contextlib.AbstractContextManager:
-    """The active profile minus the shrink phase."""
-    return _phases("no-shrink", lambda phase: phase is not Phase.shrink)
+def without_shrinking(test=None) -> contextlib.AbstractContextManager:
+    """The active profile (and ``test``'s settings) minus the shrink phase and the explain phase after
+    it, which replays the failing example with each part varied: hundreds of replays, each an export."""
+    return _phases("no-shrink", lambda phase: phase not in (Phase.shrink, Phase.explain), test)
 
 
-def examples_only() -> contextlib.AbstractContextManager:
+def examples_only(test=None) -> contextlib.AbstractContextManager:
     """No draws at all: a property runs only what it runs before drawing (a manifest entry's examples,
     explicit ``@example``s) and a property that draws nothing runs whole."""
-    return _phases("examples-only", lambda phase: phase is Phase.explicit)
+    return _phases("examples-only", lambda phase: phase is Phase.explicit, test)

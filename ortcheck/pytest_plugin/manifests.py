@@ -68,7 +68,7 @@ def manifest_examples(request) -> tuple[str, ...]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    """An expected failure runs without hypothesis' shrink phase.
+    """An expected failure runs without hypothesis' shrink and explain phases.
 
     Its manifest entry already holds the minimal reproduction, and shrinking a failing sequence of
     exports costs minutes per run; the test must still fail (strict), just without the search.
@@ -80,7 +80,9 @@ def pytest_runtest_call(item):
         return
     finding = item.stash.get(FINDING_KEY, None)
     alone = item.config.getoption("findings_check") and finding is not None and not finding.every_draw
-    with profiles.examples_only() if alone else profiles.without_shrinking():
+    test = getattr(item, "obj", None)
+    test = getattr(test, "__func__", test)  # a method's @given function
+    with profiles.examples_only(test) if alone else profiles.without_shrinking(test):
         yield
 
 

@@ -1,4 +1,6 @@
 """Hypothesis profiles: selection from the environment, and the no-shrink context for expected failures."""
+import unittest
+
 import pytest
 from hypothesis import Phase, given, settings, strategies as st
 
@@ -51,3 +53,31 @@ def test_random_profiles_stay_random_where_hypothesis_defaults_to_its_ci_profile
 
     assert not settings.get_profile("dev").derandomize and not settings.get_profile("nightly").derandomize
     assert settings.get_profile("ci").derandomize
+
+
+@settings(derandomize=True, database=None)  # fixed now, at import: the profile active later cannot reach it
+@given(st.integers(min_value=0))
+def _fails_on_large(n):
+    _SEEN.append(n)
+    assert n < 1000
+
+
+_SEEN: list[int] = []
+
+
+@pytest.mark.parametrize("context", [profiles.without_shrinking, profiles.examples_only])
+def test_a_property_decorated_at_import_gets_the_contexts_phases_and_gets_its_own_back(context):
+    own = _fails_on_large._hypothesis_internal_use_settings
+    _SEEN.clear()
+    with context(_fails_on_large):
+        assert Phase.explain not in _fails_on_large._hypothesis_internal_use_settings.phases
+        if context is profiles.without_shrinking:
+            with pytest.raises(AssertionError):
+                _fails_on_large()
+            first_failure = next(n for n in _SEEN if n >= 1000)
+            assert set(_SEEN[_SEEN.index(first_failure):]) == {first_failure}  # neither shrunk nor explained
+        else:
+            with pytest.raises(unittest.SkipTest, match="no test cases"):  # no explicit example, no draw
+                _fails_on_large()
+            assert _SEEN == []
+    assert _fails_on_large._hypothesis_internal_use_settings is own
