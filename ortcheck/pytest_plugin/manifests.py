@@ -68,18 +68,20 @@ def manifest_examples(request) -> tuple[str, ...]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    """An expected failure runs without hypothesis' shrink and explain phases.
+    """An expected failure, and every test under ``--no-shrink``, runs without hypothesis' shrink and
+    explain phases.
 
-    Its manifest entry already holds the minimal reproduction, and shrinking a failing sequence of
+    A manifest entry already holds the minimal reproduction, and shrinking a failing sequence of
     exports costs minutes per run; the test must still fail (strict), just without the search.
-    Under ``--findings-check`` it runs its entry's examples alone (no draws) unless the entry says
-    its property fails on every draw: then its first draw is the proof.
+    Under ``--findings-check`` an expected failure runs its entry's examples alone (no draws) unless
+    the entry says its property fails on every draw: then its first draw is the proof.
     """
-    if not item.get_closest_marker("xfail"):
+    expected = item.get_closest_marker("xfail") is not None
+    if not expected and not item.config.getoption("no_shrink"):
         yield
         return
     finding = item.stash.get(FINDING_KEY, None)
-    alone = item.config.getoption("findings_check") and finding is not None and not finding.every_draw
+    alone = expected and item.config.getoption("findings_check") and finding is not None and not finding.every_draw
     test = getattr(item, "obj", None)
     test = getattr(test, "__func__", test)  # a method's @given function
     with profiles.examples_only(test) if alone else profiles.without_shrinking(test):

@@ -39,6 +39,10 @@ def pytest_addoption(parser):
                     help="run only the tests the manifests expect to fail, each with its entry's examples alone "
                          "(hypothesis draws nothing, except for entries marked every_draw): what `ortcheck findings "
                          "--check` runs")
+    group.addoption("--no-shrink", action="store_true",
+                    help="report each property's first failing example as drawn: no shrink or explain phase (a "
+                         "verdict in seconds where the minimal example costs minutes of re-exports; expected "
+                         "failures always run so)")
 
 
 def pytest_configure(config):

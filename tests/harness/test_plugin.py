@@ -38,7 +38,8 @@ def run(python, project, *args):
 
 @pytest.mark.parametrize("control, test", controls.catches(), ids=[f"{c}-{t}" for c, t in controls.catches()])
 def test_each_control_is_caught_by_the_tests_it_declares(python, project, control, test):
-    result = run(python, project, test, "--impl", control, *controls.get(control).run_with)
+    """--no-shrink: caught is the first failing draw; shrinking it re-exports for minutes."""
+    result = run(python, project, test, "--no-shrink", "--impl", control, *controls.get(control).run_with)
     result.assert_outcomes(failed=1)
 
 
@@ -420,3 +421,23 @@ def test_a_derandomized_run_says_it_has_no_seed(python, project):
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["ortcheck: hypothesis derandomized (profile ci): every run draws the same examples; "
                                  "--hypothesis-seed=5 has no effect"])
+
+
+FAILS_ON_LARGE = """
+from hypothesis import given, settings, strategies as st
+
+
+@settings(derandomize=True, database=None)
+@given(st.integers(min_value=0))
+def test_small(n):
+    assert n < 1000, f"drew {n}"
+"""
+
+
+@pytest.mark.parametrize("flag", [(), ("--no-shrink",)], ids=["shrunk", "no-shrink"])
+def test_no_shrink_reports_the_first_failing_draw_as_drawn(python, project, flag):
+    project.makepyfile(test_large=FAILS_ON_LARGE)
+    result = run(python, project, "test_large.py", "-p", "no:xdist", *flag)
+    result.assert_outcomes(failed=1)
+    drawn = int(re.search(r"drew (\d+)", result.stdout.str()).group(1))
+    assert (drawn == 1000) == (not flag)  # shrinking finds the boundary; --no-shrink keeps the draw
