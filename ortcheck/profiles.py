@@ -18,10 +18,13 @@ _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 # Each profile from hypothesis' own defaults, never from the profile in force: where the environment
 # says CI, hypothesis loads its built-in derandomized "ci" profile as the default, and a `dev` built
 # on it was derandomized too (a random-seed run on a CI machine drew nothing random).
+# ``ci`` draws more than ``dev``, whose 30 random draws catch every control (tests/harness/test_plugin.py),
+# and far fewer than ``nightly``: 50 examples kept the README's test command within CI's time (issue
+# "the harness's own speed", docs/speed.md), where 100 did not.
 _BASE = settings.get_profile("default")
 settings.register_profile("dev", _BASE, max_examples=30, deadline=None, derandomize=False,
                           suppress_health_check=_SLOW_OK)
-settings.register_profile("ci", _BASE, max_examples=100, deadline=None, derandomize=True, database=None,
+settings.register_profile("ci", _BASE, max_examples=50, deadline=None, derandomize=True, database=None,
                           print_blob=True, suppress_health_check=_SLOW_OK)
 settings.register_profile("nightly", _BASE, max_examples=1000, deadline=None, derandomize=False,
                           suppress_health_check=_SLOW_OK)
