@@ -3,6 +3,10 @@ profiles of its own, freezes torch.backends flags and wraps TorchScript calls)."
 import subprocess
 import sys
 
+from hypothesis import settings
+
+from ortcheck import profiles  # noqa: F401  (registers the "ci" profile read below)
+
 SCRIPT = """
 import hypothesis, torch
 from ortcheck import profiles  # registers ortcheck's profiles
@@ -23,4 +27,4 @@ def test_loading_op_db_changes_nothing_else_in_the_process():
     """In a fresh interpreter: op_db is imported once per process, so this test must own one."""
     result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "unchanged (100, 'ci', False)" in result.stdout
+    assert f"unchanged ({settings.get_profile('ci').max_examples}, 'ci', False)" in result.stdout
