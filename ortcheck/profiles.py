@@ -18,12 +18,12 @@ _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 # Each profile from hypothesis' own defaults, never from the profile in force: where the environment
 # says CI, hypothesis loads its built-in derandomized "ci" profile as the default, and a `dev` built
 # on it was derandomized too (a random-seed run on a CI machine drew nothing random).
-# ``ci`` draws more than ``dev``, whose 30 random draws catch every control (tests/harness/test_plugin.py),
-# and far fewer than ``nightly``: 50 examples kept the README's test command within CI's time (issue
-# "the harness's own speed", docs/speed.md), where 100 did not.
 _BASE = settings.get_profile("default")
 settings.register_profile("dev", _BASE, max_examples=30, deadline=None, derandomize=False,
                           suppress_health_check=_SLOW_OK)
+# ``ci`` draws more than ``dev``, whose 30 random draws catch every control (tests/harness/test_plugin.py),
+# and far fewer than ``nightly``: 50 examples kept the README's test command within CI's time (issue
+# "the harness's own speed", docs/speed.md), where 100 did not.
 settings.register_profile("ci", _BASE, max_examples=50, deadline=None, derandomize=True, database=None,
                           print_blob=True, suppress_health_check=_SLOW_OK)
 settings.register_profile("nightly", _BASE, max_examples=1000, deadline=None, derandomize=False,
@@ -66,11 +66,15 @@ def _phases(suffix: str, keep, test=None) -> Iterator[None]:
     ``@given`` function) too: its ``@settings`` were fixed when its module was imported."""
     active, previous = settings.default, settings.get_current_profile_name()
     name = f"{previous}-{suffix}"
-    settings.register_profile(name, parent=active, phases=[p for p in active.phases if keep(p)])
+
+    def kept(of: settings) -> list[Phase]:
+        return [phase for phase in of.phases if keep(phase)]
+
+    settings.register_profile(name, parent=active, phases=kept(active))
     settings.load_profile(name)
     own = getattr(test, "_hypothesis_internal_use_settings", None)
     if own is not None:
-        test._hypothesis_internal_use_settings = settings(own, phases=[p for p in own.phases if keep(p)])
+        test._hypothesis_internal_use_settings = settings(own, phases=kept(own))
     try:
         yield
     finally:

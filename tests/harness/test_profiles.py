@@ -55,14 +55,14 @@ def test_random_profiles_stay_random_where_hypothesis_defaults_to_its_ci_profile
     assert settings.get_profile("ci").derandomize
 
 
+_SEEN: list[int] = []
+
+
 @settings(derandomize=True, database=None)  # fixed now, at import: the profile active later cannot reach it
 @given(st.integers(min_value=0))
 def _fails_on_large(n):
     _SEEN.append(n)
     assert n < 1000
-
-
-_SEEN: list[int] = []
 
 
 @pytest.mark.parametrize("context", [profiles.without_shrinking, profiles.examples_only])
