@@ -4,7 +4,8 @@ Stacks come from ``ortcheck.strategies.layer_stacks`` (``layer_stacks`` and the 
 ``transformer_stacks``; dropout p=0, so parity is exact up to float rounding); every value is judged by the float64 oracle (``ortcheck.checks.oracle``). Each
 stack is also run a second time at another batch size on the same wrapped module: dynamic axes
 must make that a reuse, not a wrong answer. The same stacks run under ``torch.autocast`` in float16 and
-bfloat16 (mixed precision): eager's dtypes, and values within the oracle's bound.
+bfloat16 (mixed precision), and held in those dtypes (``model.to(torch.bfloat16)``): eager's dtypes,
+and values within the oracle's bound.
 """
 import copy
 
@@ -16,7 +17,9 @@ from hypothesis import strategies as st
 from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, dtype_name
 from ortcheck.checks.grad_scaler import assert_scaled_steps_match_eager
 from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_stack_matches_eager, module_runs
+from ortcheck.checks.stacks import eager_refuses
 from ortcheck.impls import Capability
+from ortcheck.pytest_plugin import not_applicable
 from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
 from ortcheck.profiles import costly
 from ortcheck.strategies import layer_stacks
@@ -41,6 +44,9 @@ def _examples_then_drawn(stacks: st.SearchStrategy, examples_per_run: float = 1.
     return test
 
 
+# one per loss: torch 2.4.1's CPU kernels train a half model on cross entropy, not on mse
+SMALLEST_STACKS = tuple(f"(LayerStack(input=Features(4), blocks=(Linear(4),), batch=2, seq=None, loss_kind={loss!r}), 0)"
+                        for loss in ("mse", "cross_entropy"))
 test_outputs_loss_and_gradients_match_eager = _examples_then_drawn(layer_stacks())
 # Pre-LN transformer layers (the recompute suite's stacks, whose property is bitwise equality with
 # level 0: this is where level 0 itself is judged against eager). Each example exports a deeper model.
@@ -61,6 +67,29 @@ def test_outputs_loss_and_gradients_match_eager_under_autocast(impl, options, ma
     @given(stack=layer_stacks() | transformer_stacks(half_storage=False), seed=st.integers(0, 2**16))
     def drawn(stack, seed):
         assert_stack_matches_eager(impl, options, stack, seed, autocast=autocast)
+
+    drawn()
+
+
+@pytest.mark.parametrize("held_in", AUTOCAST_DTYPES, ids=dtype_name)
+def test_outputs_loss_and_gradients_match_eager_held_in_half(impl, options, manifest_examples, held_in):
+    """Models held in half precision, as ``model.to(torch.bfloat16)`` (or ``.half()``) trains them: the
+    parameters and the float inputs in that dtype, every op rounding its result to it. Outputs, loss and
+    gradients in eager's dtypes, their values within the oracle's bound, whose rounding is sampled in
+    the parameters' precision (:func:`ortcheck.checks.rounding.parameter_precision`). Not applicable
+    where eager itself cannot train the smallest stacks in that dtype; a draw using a layer or loss
+    eager lacks in it is rejected. The manifest's examples (known failing stacks) run first."""
+    refused = [eager_refuses(*stack_example(text), held_in, options.device) for text in SMALLEST_STACKS]
+    if all(refused):
+        not_applicable("; ".join(refused))
+    for text in manifest_examples:
+        assert_stack_matches_eager(impl, options, *stack_example(text), held_in=held_in)
+
+    @costly(0.5)
+    @given(stack=layer_stacks() | transformer_stacks(half_storage=False), seed=st.integers(0, 2**16))
+    def drawn(stack, seed):
+        assume(eager_refuses(stack, seed, held_in, options.device) is None)
+        assert_stack_matches_eager(impl, options, stack, seed, held_in=held_in)
 
     drawn()
 

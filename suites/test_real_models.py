@@ -26,14 +26,15 @@ import pytest
 import torch
 
 from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_matches_oracle, input_runs, module_runs
-from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, autocast_region, dtype_name
+from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, autocast_region, dtype_name, eager_refusal
 from ortcheck.impls import Capability
 from ortcheck.models import hf
+from ortcheck.pytest_plugin import not_applicable
 
 pytestmark = [pytest.mark.requires(Capability.GRAD_PARITY),
               pytest.mark.skipif(hf.unavailable_reason() is not None, reason=str(hf.unavailable_reason()))]
 
-# Under torch.autocast: a decoder with its own Conv1D products (addmm), one with rotary embeddings and
+# Under torch.autocast, and held in half precision: a decoder with its own Conv1D products (addmm), one with rotary embeddings and
 # grouped-query heads through sdpa, an encoder, and a mixture of experts (routing on half logits).
 AUTOCAST_ARCHITECTURES = ("gpt2", "llama_sdpa", "bert", "mixtral")
 SHAPES = ((2, 8), (2, 8), (3, 5))  # (batch, sequence) per step: the last one exercises new sizes
@@ -62,6 +63,24 @@ def test_tiny_architecture_trains_under_autocast_like_eager(impl, options, archi
     """The SGD steps with every forward under ``torch.autocast`` (backward outside it, as mixed-precision
     training runs), judged as in float32: eager's own error in the autocast dtype sets the scale."""
     losses, grads, _ = _train(impl, options, architecture, "sgd", autocast=autocast)
+    assert_matches_oracle(_first(grads), path=f"{architecture}: gradients of the first step")
+    assert_matches_oracle(losses, path=f"{architecture}: loss per step")
+
+
+@pytest.mark.parametrize("held_in", AUTOCAST_DTYPES, ids=dtype_name)
+@pytest.mark.parametrize("architecture", AUTOCAST_ARCHITECTURES)
+def test_tiny_architecture_held_in_half_trains_like_eager(impl, options, architecture, held_in):
+    """The SGD steps of the model held in float16 or bfloat16 (``model.to(torch.bfloat16)``, as
+    trainers run bfloat16 without autocast): every parameter, gradient and activation in that dtype;
+    eager's own error in it sets the scale (:func:`ortcheck.checks.rounding.parameter_precision`).
+    Not applicable where eager itself cannot train it in that dtype (torch's CPU kernels before 2.5)."""
+    arch = hf.ARCHITECTURES[architecture]
+    model, inputs = arch.build(seed=0).to(options.device, held_in), arch.example(0, *SHAPES[0])
+    refused = eager_refusal(lambda: model(**input_runs(inputs, device=options.device)["eager"]).loss.backward(),
+                            f"{architecture} held in {held_in} on {options.device}")
+    if refused:
+        not_applicable(refused)
+    losses, grads, _ = _train(impl, options, architecture, "sgd", held_in=held_in)
     assert_matches_oracle(_first(grads), path=f"{architecture}: gradients of the first step")
     assert_matches_oracle(losses, path=f"{architecture}: loss per step")
 
@@ -109,12 +128,12 @@ def _routes(model, arch, seed):
 
 
 def _train(impl, options, architecture, optimizer, steps=tuple((step, *shape) for step, shape in enumerate(SHAPES)),
-           autocast: torch.dtype | None = None):
+           autocast: torch.dtype | None = None, held_in: torch.dtype | None = None):
     """One step of ``optimizer`` per (seed, batch, length) in ``steps``, for each run: (losses per run,
     gradients per run and step, the experts eager's run hit per step where the model returns its
     router logits)."""
     arch = hf.ARCHITECTURES[architecture]
-    eager = arch.build(seed=0).to(options.device)
+    eager = arch.build(seed=0).to(options.device, held_in)
     modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options))
     optimizers = {run: OPTIMIZERS[optimizer]([p for p in module.parameters() if p.requires_grad])
                   for run, module in modules.items()}

@@ -46,3 +46,16 @@ def autocast_role(call: Callable, inputs: Sequence[torch.Tensor], device: str, d
     if torch.float32 in floats_out(dtype):
         return PROMOTES
     return None
+
+
+def eager_refusal(train_step: Callable[[], object], what: str) -> str | None:
+    """Why eager itself cannot run ``train_step`` (a forward and backward of ``what`` in reduced
+    precision), or None: torch's kernels lack some half forms (on the CPU, ``mse_loss``'s backward in
+    float16 before torch 2.5). The oracle cannot judge what eager cannot run: not applicable, never a finding."""
+    try:
+        train_step()
+    except (RuntimeError, NotImplementedError) as error:
+        if "not implemented for" not in str(error):
+            raise
+        return f"eager (torch {torch.__version__}) cannot train {what}: {str(error).splitlines()[0]}"
+    return None

@@ -17,7 +17,9 @@ sample (a float32 ±1-ulp sample of two equal sums cancels half the time: tests/
 
 Left alone, so that structure stays the module's: values the factor would make non-finite
 (``finfo.min`` attention masks), aliases (views, in-place results, buffers updated in place) and
-integer results. Under ``torch.autocast`` the precision sampled is autocast's (:func:`autocast_precision`).
+integer results. Under ``torch.autocast`` the precision sampled is autocast's (:func:`autocast_precision`);
+for a module whose parameters are half (``model.to(torch.bfloat16)``) it is theirs: every op rounds
+its result to their type (:func:`parameter_precision`).
 ``ORTCHECK_ORACLE_ROUNDING=0`` switches it off (``bench/oracle_calibration.py``).
 """
 from __future__ import annotations
@@ -40,6 +42,13 @@ def precision(dtypes: Iterable[torch.dtype]) -> float:
     eps = [torch.finfo(d if d in (torch.float32, torch.float64) else torch.float32).eps
            for d in dtypes if d.is_floating_point]
     return max(eps, default=0.0)
+
+
+def parameter_precision(dtypes: Iterable[torch.dtype]) -> float:
+    """The unit roundoff of a module's floating parameters' coarsest type, half types as themselves:
+    a module held in float16 or bfloat16 (``model.half()``) rounds every op's result to that type,
+    where a half *input* or buffer of a float32 module is promoted and computed on in float32."""
+    return max((torch.finfo(d).eps for d in dtypes if d.is_floating_point), default=0.0)
 
 
 def autocast_precision() -> float:
@@ -101,16 +110,19 @@ def _input_origins(value: Any) -> list[torch.dtype]:
     return []
 
 
-def with_rounding(module: torch.nn.Module, seed: int, computed_in: Iterable[torch.dtype] = ()) -> torch.nn.Module:
+def with_rounding(module: torch.nn.Module, seed: int, computed_in: Iterable[torch.dtype] = (),
+                  parameters: Iterable[torch.dtype] = ()) -> torch.nn.Module:
     """``module`` (a float64 twin) with every forward call, and the backward through it, sampling the
-    rounding of eager's precision: ``computed_in`` (the eager module's dtypes) and its inputs' origins."""
+    rounding of eager's precision: ``computed_in`` (the eager module's dtypes), ``parameters`` (its
+    parameters' dtypes, half ones counted as half) and its inputs' origins."""
     if os.environ.get(SWITCH_ENV) == "0":
         return module
     generator, held = torch.Generator().manual_seed(seed), list(computed_in)
+    own = parameter_precision(parameters)
     modes: list = []
 
     def enter(_, args, kwargs):
-        eps = max(precision([*held, *_input_origins([args, kwargs])]), autocast_precision())
+        eps = max(precision([*held, *_input_origins([args, kwargs])]), own, autocast_precision())
         modes.append(_Rounding(eps, generator) if eps else contextlib.nullcontext())
         modes[-1].__enter__()
 

@@ -30,8 +30,9 @@ def module_runs(module: torch.nn.Module, wrapped: torch.nn.Module, seed: int = 0
     """``wrapped`` (built from a copy of ``module``) and the oracle's four modules from ``module``."""
     nudged = nudged_module(module, seed)
     held = {t.dtype for t in [*module.parameters(), *module.buffers()]}
+    parameters = {p.dtype for p in module.parameters()}
     return {"actual": wrapped, "eager": module, "exact": float64_copy(module), "nudged": nudged,
-            "nudged_exact": with_rounding(float64_copy(nudged), seed, held)}
+            "nudged_exact": with_rounding(float64_copy(nudged), seed, held, parameters)}
 
 
 def input_runs(data: Any, seed: int = 0, device: str | None = None) -> dict[str, Any]:

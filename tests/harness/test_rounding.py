@@ -2,7 +2,8 @@
 precision eager computes in, and leave the module's structure alone."""
 import torch
 
-from ortcheck.checks.rounding import precision, relatively_moved, with_rounding
+from ortcheck.checks.rounding import parameter_precision, precision, relatively_moved, with_rounding
+from ortcheck.checks.runs import module_runs
 from ortcheck.checks.runs import to_float64
 
 EPS32, EPS64 = torch.finfo(torch.float32).eps, torch.finfo(torch.float64).eps
@@ -43,6 +44,24 @@ def test_the_precision_is_eagers_coarsest_and_none_without_floats():
     assert precision([torch.int64]) == 0.0
     x = torch.full((4,), 50.0, dtype=torch.float64)  # no origin marked, no floating parameter: exact
     assert with_rounding(Cancel(), seed=0)(x).item() == Cancel()(x).item()
+
+
+def test_half_parameters_count_as_their_own_precision_half_buffers_and_inputs_as_float32():
+    assert parameter_precision([torch.bfloat16, torch.float32]) == torch.finfo(torch.bfloat16).eps
+    assert parameter_precision([torch.float16]) == torch.finfo(torch.float16).eps
+    assert parameter_precision([]) == 0.0
+    x = torch.full((1, 8), 1.0)
+
+    def spread(module):  # how far the sampled run of `module` moves a product from the exact one
+        runs = module_runs(module, module, seed=5)
+        exact = runs["exact"](x.double())
+        return (runs["nudged_exact"](x.double()) - exact).abs().max().item() / exact.abs().max().item()
+
+    held = torch.nn.Linear(8, 8).to(torch.bfloat16)
+    assert spread(held) > 16 * EPS32  # bfloat16's eps is 2**16 float32's: sampled at bfloat16's
+    float32_with_half_buffer = torch.nn.Linear(8, 8)
+    float32_with_half_buffer.register_buffer("mask", torch.ones(8, dtype=torch.bfloat16))
+    assert spread(float32_with_half_buffer) < 64 * EPS32
 
 
 def test_gradients_through_the_module_are_moved_too():
