@@ -15,6 +15,14 @@ import re
 FAILURE_PROPERTY = "ortcheck_failure"  # a failed test's (exception type, first line) among its report's user properties
 CRASH = "crash"  # the pseudo-type of a process that died (xdist reports the crashed worker's test)
 _FLOAT = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?|-?\d+e[-+]?\d+")  # numbers that vary with seeds and CPUs
+_NUMERIC = re.compile(r"error (\d[-+.\de]*) > bound (\d[-+.\de]*)")  # the float64 oracle's verdict
+
+
+def numeric_factor(line: str) -> float | None:
+    """Error over bound of an oracle failure's first line ("implementation error E > bound B"): by how
+    much a numeric finding fails (None: not a numeric failure)."""
+    match = _NUMERIC.search(line or "")
+    return float(match[1]) / float(match[2]) if match and float(match[2]) > 0 else None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -97,14 +97,14 @@ def markdown(comparisons: list[events_module.Comparison]) -> str:
 
 def _show(args) -> int:
     with opened(args.history, create=False) as connection:
-        rows = connection.execute("SELECT r.id, r.finished, r.machine, v.impl, v.property, v.status, v.reason"
+        rows = connection.execute("SELECT r.id, r.finished, r.machine, v.impl, v.property, v.status, v.reason, v.factor"
                                   " FROM verdicts v JOIN runs r ON r.id = v.run_id ORDER BY v.property, v.impl, r.id").fetchall()
     rows = [row for row in rows if fnmatch.fnmatchcase(row[4], args.property) or row[4] == args.property]
     if not rows:
         raise HistoryError(f"no verdict of {args.property!r} in {args.history}")
-    for run_id, finished, machine, impl, prop, status, reason in rows:
-        print(f"run {run_id} {finished or '-'} {impl} {prop}: {status}" + (f" ({reason})" if reason else "")
-              + f"  [{machine}]")
+    for run_id, finished, machine, impl, prop, status, reason, factor in rows:
+        print(f"run {run_id} {finished or '-'} {impl} {prop}: {status}" + (f" {factor:.3g}x the bound" if factor else "")
+              + (f" ({reason})" if reason else "") + f"  [{machine}]")
     return 0
 
 

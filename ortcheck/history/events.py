@@ -9,6 +9,9 @@ Per (property, implementation), the latest run against the one before it:
 - ``missing``: in the previous run, absent now (a property that silently left the matrix);
 - ``flaky``: failing now, and within the last ``WINDOW`` comparable runs it failed and then passed:
   reported as flaky instead of as new_fail (Allure's rule, windowed);
+- ``factor_moved``: a numeric finding (an oracle failure, expected or not, in both runs) whose error
+  over the bound moved by more than ``FACTOR_MOVE`` times either way: the defect grew, or shrank
+  towards a pass that would make its manifest entry stale;
 - ``drifting``: a convergence case whose worst error against the float64 oracle (in units of eager's
   own error, the report's ``convergence_parity``) grew in each of the last ``DRIFT_RUNS`` runs while
   still passing: a curve walking towards its bound a little more every night.
@@ -25,8 +28,10 @@ import sqlite3
 
 WINDOW = 5
 DRIFT_RUNS = 3
+FACTOR_MOVE = 2.0
 GATING = ("new_fail", "missing", "no_longer_failing")  # what stops a nightly gate by default
-KINDS = ("new_fail", "fixed", "new_finding", "no_longer_failing", "now_refused", "missing", "flaky", "drifting")
+KINDS = ("new_fail", "fixed", "new_finding", "no_longer_failing", "now_refused", "missing", "flaky", "factor_moved",
+         "drifting")
 _FAILING, _PASSING = {"fail", "error"}, {"pass", "refused"}
 
 
@@ -80,6 +85,9 @@ def compare(connection: sqlite3.Connection, run_id: int) -> Comparison:
             kind = "flaky"
         if kind:
             events.append(Event(kind, key[0], key[1], was, is_, reason))
+        elif _factor_moved(before.get(key), now.get(key)):
+            events.append(Event("factor_moved", key[0], key[1], was, is_,
+                                f"error over the bound {before[key][2]:.3g}x -> {now[key][2]:.3g}x"))
     events += _drifting(connection, runs[-(DRIFT_RUNS + 1):])
     return Comparison(run_id, previous, machine, tuple(events))
 
@@ -97,6 +105,11 @@ def _drifting(connection: sqlite3.Connection, runs: list[int]) -> list[Event]:
             trail = " -> ".join(f"{v:.2f}x" for v in values)
             found.append(Event("drifting", test, "", None, None, f"worst error {trail} eager's"))
     return found
+
+
+def _factor_moved(before: tuple | None, now: tuple | None) -> bool:
+    factors = [verdict[2] for verdict in (before, now) if verdict and verdict[2]]
+    return len(factors) == 2 and max(factors) > FACTOR_MOVE * min(factors)
 
 
 def _oracle_ratio(entry: dict) -> float | None:
@@ -129,6 +142,6 @@ def _flaky(statuses: list[str | None]) -> bool:
     return "fail" in earlier and "pass" in earlier[earlier.index("fail"):]
 
 
-def _verdicts(connection: sqlite3.Connection, run_id: int) -> dict[tuple[str, str], tuple[str, str]]:
-    rows = connection.execute("SELECT property, impl, status, reason FROM verdicts WHERE run_id = ?", (run_id,))
-    return {(prop, impl): (status, reason) for prop, impl, status, reason in rows}
+def _verdicts(connection: sqlite3.Connection, run_id: int) -> dict[tuple[str, str], tuple[str, str, float | None]]:
+    rows = connection.execute("SELECT property, impl, status, reason, factor FROM verdicts WHERE run_id = ?", (run_id,))
+    return {(prop, impl): (status, reason, factor) for prop, impl, status, reason, factor in rows}

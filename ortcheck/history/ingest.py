@@ -32,8 +32,8 @@ def ingest(connection: sqlite3.Connection, folder: Path) -> int | None:
              environment.get("hypothesis_seed"), _profile(environment.get("hypothesis", "")),
              json.dumps(environment, sort_keys=True, default=str))).lastrowid
         connection.executemany(
-            "INSERT OR REPLACE INTO verdicts (run_id, property, impl, status, reason) VALUES (?, ?, ?, ?, ?)",
-            [(run_id, o["property"], o["impl"], status_of(o), _first_line(o.get("detail", "")))
+            "INSERT OR REPLACE INTO verdicts (run_id, property, impl, status, reason, factor) VALUES (?, ?, ?, ?, ?, ?)",
+            [(run_id, o["property"], o["impl"], status_of(o), _first_line(o.get("detail", "")), o.get("factor"))
              for o in summary["outcomes"]])
         connection.executemany(
             "INSERT INTO convergence (run_id, test, status, data) VALUES (?, ?, ?, ?)",

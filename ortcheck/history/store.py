@@ -13,8 +13,8 @@ import sqlite3
 from pathlib import Path
 from typing import Iterator
 
-VERSION = 1
-_SCHEMA = """
+VERSION = 2
+_SCHEMA = """  -- version 1, which the migrations below bring to VERSION
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY,
     digest TEXT NOT NULL UNIQUE,       -- sha256 of the summary.json the run came from
@@ -39,7 +39,10 @@ CREATE TABLE convergence (
 );
 CREATE INDEX verdicts_by_property ON verdicts (property, impl);
 """
-_MIGRATIONS: dict[int, str] = {}  # from version k to k + 1, when there is one
+_MIGRATIONS: dict[int, str] = {  # from version k to k + 1
+    # a numeric finding's error over the oracle's bound (NULL: not numeric, or ingested before version 2)
+    1: "ALTER TABLE verdicts ADD COLUMN factor REAL",
+}
 
 
 class HistoryError(ValueError):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,6 @@ from ortcheck.report.collector import impl_of
 MARGIN = 4.0
 SUITES = Path(__file__).resolve().parents[2] / "suites"
 _NO_DRAWS = "Hypothesis has been told to run no"  # hypothesis skips a property given no phase that draws and no example
-_NUMERIC = re.compile(r"error (\d[-+.\de]*) > bound (\d[-+.\de]*)")
 
 
 @dataclasses.dataclass
@@ -35,7 +33,7 @@ class Verdict:
     @property
     def factor(self) -> float | None:
         """The smallest error / bound among its tests' failures (None: not a numeric finding)."""
-        found = [float(m[1]) / float(m[2]) for m in map(_NUMERIC.search, self.lines.values()) if m and float(m[2]) > 0]
+        found = [factor for factor in map(failures.numeric_factor, self.lines.values()) if factor is not None]
         return min(found) if found else None
 
     def problem(self) -> str | None:

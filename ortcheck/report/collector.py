@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from ortcheck import seed
+from ortcheck import failures, seed
 
 _PARAMS = re.compile(r"\[(.*)\]$")
 # worst first: a property's cell shows the worst outcome among its parametrized items. "refused":
@@ -24,6 +24,7 @@ class Outcome:
     impl: str
     status: str  # one of SEVERITY
     detail: str = ""
+    factor: float | None = None  # a numeric failure's error over the oracle's bound (nightly history compares it)
 
 
 def split_nodeid(nodeid: str, impl: str) -> str:
@@ -63,7 +64,8 @@ class ResultCollector:
             status, detail = "refused", properties[REFUSED]
         else:  # the matrix says why
             detail = properties.get("ortcheck_not_as_recorded") or _detail(report, status)
-        self.outcomes.append(Outcome(prop, impl, status, detail))
+        _, line = properties.get(failures.FAILURE_PROPERTY) or (None, "")
+        self.outcomes.append(Outcome(prop, impl, status, detail, failures.numeric_factor(line)))
 
 
 def _status(report) -> str | None:

@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,26 @@ def test_the_nightly_job_prints_its_plan_before_it_starts(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "parts (box s): plan:30 determinism:20 gpu-tests:45" in run.stdout
     assert "GPU plan: " in run.stdout and "export WORKERS=" in run.stdout
+
+
+def test_the_nightly_job_ends_with_the_events_of_the_night(tmp_path):
+    """Its matrix run writes into the fleet's history (``HISTORY``); what changed since the last
+    comparable night is the last thing it prints (here no part is selected: two nights ingested before)."""
+    from ortcheck.history.ingest import ingest
+    from ortcheck.history.store import opened
+    from tests.history.test_history import report
+
+    history, path = tmp_path / "fleet.sqlite", tmp_path / "providers.json"
+    with opened(history) as connection:
+        for night, status in ((1, "pass"), (2, "fail")):
+            ingest(connection, report(tmp_path / f"night{night}", {"suites/t.py::test_a": status}, night=night))
+    variant = measured(free_gib=75, provider_mib=100).__dict__
+    path.write_text(json.dumps({"variants": {"cublas_16x8": variant, "cublas_4096x8": variant}}))
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "MEASURED": str(path), "PARTS": "none", "HISTORY": str(history),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}  # the job's python3: this one
+    run = subprocess.run(["bash", str(REPO / ".ci" / "gpu-nightly")], cwd=REPO, env=env, capture_output=True, text=True)
+    events = run.stdout.split("what changed since the last comparable night", 1)[-1]
+    assert "new_fail" in events and "suites/t.py::test_a" in events, run.stdout + run.stderr
 
 
 def test_the_costliest_of_several_measured_settings_plans():

@@ -87,3 +87,16 @@ def test_a_refusal_is_its_own_cell_never_a_pass():
     assert "refused reference suites/t.py::test_hooks: UnsupportedHookError: hook x" in matrix.notes()
     assert matrix.ok  # a refusal the contract allows fails nothing
 
+
+
+def test_a_numeric_failure_carries_its_factor_over_the_bound():
+    """The float64 oracle's "error E > bound B": nightly history compares E / B run by run."""
+    line = "output[0]: 1.5 where float64 eager gives 1.0 (...); implementation error 0.5 > bound 0.1 = 32 x max(...)"
+    numeric = report("suites/t.py::test_a[reference]", "reference", outcome="skipped", wasxfail="[manifest] known",
+                     user_properties=[("ortcheck_impl", "reference"), ("ortcheck_failure", ("OracleError", line))])
+    other = report("suites/t.py::test_b[reference]", "reference", outcome="failed",
+                   user_properties=[("ortcheck_impl", "reference"), ("ortcheck_failure", ("RuntimeError", "no kernel"))])
+    collector = ResultCollector()
+    for r in (numeric, other, report("suites/t.py::test_c[reference]", "reference")):
+        collector.pytest_runtest_logreport(r)
+    assert [(o.status, o.factor) for o in collector.outcomes] == [("expected-fail", 5.0), ("fail", None), ("pass", None)]

@@ -8,6 +8,7 @@ import pytest
 from ortcheck.cli import main
 from ortcheck.history.events import compare, latest_runs
 from ortcheck.history.ingest import ingest
+from ortcheck.history import store
 from ortcheck.history.store import HistoryError, opened
 from ortcheck.report.collector import Outcome
 from ortcheck.report.summary import write_summary
@@ -32,9 +33,10 @@ EXPECTED = {  # run -> the events of its comparison with the run before
 
 
 def report(folder: Path, statuses: dict[str, str | None], machine: str = M1, night: int = 1,
-           convergence: list[dict] = ()) -> Path:
+           convergence: list[dict] = (), factors: dict[str, float] = {}) -> Path:
     outcomes = [Outcome(prop, "reference", "fail" if status == "xpass" else status,
-                        XPASS if status == "xpass" else ("AssertionError: off" if status == "fail" else ""))
+                        XPASS if status == "xpass" else ("AssertionError: off" if status == "fail" else ""),
+                        factors.get(prop))
                 for prop, status in statuses.items() if status is not None]
     environment = {"impl": "reference", "device": "cpu", "machine": machine, "torch": "2.13.0", "python": "3.11",
                    "finished": f"2026-11-{night:02d}T03:00:00+00:00", "hypothesis": "hypothesis derandomized (profile ci)"}
@@ -172,3 +174,32 @@ def test_a_convergence_case_walking_towards_its_bound_is_named(tmp_path):
             found.append([(e.kind, e.property, e.reason) for e in compare(connection, run).events])
     assert found[:4] == [[], [], [], []]
     assert found[4] == [("drifting", test, "worst error 1.00x -> 1.30x -> 1.90x -> 2.60x eager's")]
+
+
+def test_a_numeric_finding_whose_factor_moved_more_than_twofold_is_named(tmp_path):
+    """An expected failure's error over the oracle's bound, night by night: 1.6x apart is noise, 2.5x
+    a defect that grew (or one shrinking towards a pass that would make its manifest entry stale)."""
+    test = "suites/t.py::test_a"
+    with opened(tmp_path / "h.sqlite") as connection:
+        found = []
+        for night, factor in enumerate([5.0, 8.0, 20.0, 6.0], 1):
+            run = ingest(connection, report(tmp_path / f"n{night}", {test: "expected-fail"}, night=night,
+                                            factors={test: factor}))
+            found.append([(e.kind, e.property, e.reason) for e in compare(connection, run).events])
+    assert found == [[], [], [("factor_moved", test, "error over the bound 8x -> 20x")],
+                     [("factor_moved", test, "error over the bound 20x -> 6x")]]
+
+
+def test_a_version_1_history_is_migrated_in_place_its_runs_kept(tmp_path):
+    db = tmp_path / "v1.sqlite"
+    connection = sqlite3.connect(db)
+    for statement in filter(str.strip, store._SCHEMA.split(";")):
+        connection.execute(statement)
+    connection.execute("INSERT INTO runs (id, digest, source, ingested, environment) VALUES (1, 'd', 's', 'now', '{}')")
+    connection.execute("INSERT INTO verdicts VALUES (1, 'suites/t.py::test_a', 'reference', 'pass', '')")
+    connection.execute("PRAGMA user_version = 1")
+    connection.commit()
+    connection.close()
+    with opened(db) as connection:
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == store.VERSION
+        assert connection.execute("SELECT property, factor FROM verdicts").fetchall() == [("suites/t.py::test_a", None)]
