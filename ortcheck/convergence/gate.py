@@ -61,6 +61,13 @@ class GateResult:
     def ok(self) -> bool:
         return not self.failures
 
+    @property
+    def window_used(self) -> float | None:
+        """The largest share of its step's window a gated step used (|actual - expected| / bound; above 1
+        it is out of tolerance): how close a run came to its golden's edge, which nightly history
+        follows run by run. None where nothing is gated by a window (band tolerance, exact metrics)."""
+        return max((abs(row.actual - row.expected) / row.bound for row in self.rows if row.bound), default=None)
+
     def max_relative(self, metric: str) -> float:
         return max((row.relative for row in self.rows if row.metric == metric), default=0.0)
 

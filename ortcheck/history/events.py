@@ -12,9 +12,10 @@ Per (property, implementation), the latest run against the one before it:
 - ``factor_moved``: a numeric finding (an oracle failure, expected or not, in both runs) whose error
   over the bound moved by more than ``FACTOR_MOVE`` times either way: the defect grew, or shrank
   towards a pass that would make its manifest entry stale;
-- ``drifting``: a convergence case whose worst error against the float64 oracle (in units of eager's
-  own error, the report's ``convergence_parity``) grew in each of the last ``DRIFT_RUNS`` runs while
-  still passing: a curve walking towards its bound a little more every night.
+- ``drifting``: a convergence case, still passing, whose worst error against the float64 oracle (in
+  units of eager's own error, the report's ``convergence_parity``) or whose share of its golden's
+  window (``golden_window_used``) grew in each of the last ``DRIFT_RUNS`` runs: a curve walking
+  towards its bound a little more every night.
 
 Machines differ (machine-conditional findings exist), so runs on different machines are never
 compared: two machines' runs of one night sit side by side, each against its own previous run.
@@ -92,18 +93,24 @@ def compare(connection: sqlite3.Connection, run_id: int) -> Comparison:
     return Comparison(run_id, previous, machine, tuple(events))
 
 
+# what a convergence entry is followed by, run by run: (how the trail reads, the value of an entry)
+_DRIFT_MEASURES = (("worst error {} eager's", lambda entry: _oracle_ratio(entry)),
+                   ("golden window used {}", lambda entry: entry.get("golden_window_used")))
+
+
 def _drifting(connection: sqlite3.Connection, runs: list[int]) -> list[Event]:
     if len(runs) < DRIFT_RUNS + 1:
         return []
-    ratios: dict[str, list[float | None]] = {}
+    entries: dict[str, list[dict | None]] = {}
     for position, run in enumerate(runs):
         for test, data in connection.execute("SELECT test, data FROM convergence WHERE run_id = ?", (run,)):
-            ratios.setdefault(test, [None] * len(runs))[position] = _oracle_ratio(json.loads(data))
+            entries.setdefault(test, [None] * len(runs))[position] = json.loads(data)
     found = []
-    for test, values in sorted(ratios.items()):
-        if None not in values and all(a < b for a, b in zip(values, values[1:])):
-            trail = " -> ".join(f"{v:.2f}x" for v in values)
-            found.append(Event("drifting", test, "", None, None, f"worst error {trail} eager's"))
+    for test, per_run in sorted(entries.items()):
+        for reads, measure in _DRIFT_MEASURES:
+            values = [measure(entry) if entry else None for entry in per_run]
+            if None not in values and all(a < b for a, b in zip(values, values[1:])):
+                found.append(Event("drifting", test, "", None, None, reads.format(" -> ".join(f"{v:.2f}x" for v in values))))
     return found
 
 

@@ -121,3 +121,10 @@ def shifted(steps, relative):
 ])
 def test_windows_outliers_and_tail_bias(loss, ok):
     assert gate.compare(run([curve(LOSS)]), run([curve(loss)]), CurveTolerance({"loss": TIGHT})).ok is ok
+
+
+def test_the_share_of_the_window_used_is_the_worst_steps_deviation_over_its_bound():
+    """What nightly history follows to see a run walking towards its golden's edge while it passes."""
+    result = gate.compare(run([curve(LOSS)]), run([curve(shifted({25}, 5e-4))]), CurveTolerance({"loss": TIGHT}))
+    assert result.ok and result.window_used == pytest.approx(0.5, rel=1e-6)  # 5e-4 of a 1e-3 window
+    assert gate.compare(run([curve(LOSS)]), run([curve(LOSS)]), CurveTolerance({"loss": TIGHT})).window_used == 0.0

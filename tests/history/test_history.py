@@ -203,3 +203,17 @@ def test_a_version_1_history_is_migrated_in_place_its_runs_kept(tmp_path):
     with opened(db) as connection:
         assert connection.execute("PRAGMA user_version").fetchone()[0] == store.VERSION
         assert connection.execute("SELECT property, factor FROM verdicts").fetchall() == [("suites/t.py::test_a", None)]
+
+
+def test_a_convergence_case_nearing_its_goldens_edge_is_named(tmp_path):
+    """Its share of the golden's window grows every night while its parity with eager stays put."""
+    test = "suites/test_convergence.py::test_convergence[reference-mlp]"
+    with opened(tmp_path / "h.sqlite") as connection:
+        found = []
+        for night, used in enumerate([0.2, 0.1, 0.3, 0.5, 0.8], 1):
+            entry = {"test": test, "status": "pass", "golden_window_used": used,
+                     "convergence_parity": "float64 oracle: worst error 1.00x the scale (bound 32x)"}
+            run = ingest(connection, report(tmp_path / f"n{night}", {"suites/t.py::test_a": "pass"}, night=night,
+                                            convergence=[entry]))
+            found.append([(e.kind, e.reason) for e in compare(connection, run).events])
+    assert found == [[], [], [], [], [("drifting", "golden window used 0.10x -> 0.30x -> 0.50x -> 0.80x")]]
