@@ -15,7 +15,11 @@ Per (property, implementation), the latest run against the one before it:
 - ``drifting``: a convergence case, still passing, whose worst error against the float64 oracle (in
   units of eager's own error, the report's ``convergence_parity``) or whose share of its golden's
   window (``golden_window_used``) grew in each of the last ``DRIFT_RUNS`` runs: a curve walking
-  towards its bound a little more every night.
+  towards its bound a little more every night;
+- ``step_time``: a benchmark's step-time ratio to eager (``ratio_to_eager`` in the report folder's
+  ``bench/*.json``) outside ``STEP_TIME_BAND`` times the median of the same figure over the previous
+  comparable runs (at least ``STEP_TIME_RUNS`` of them, up to ``WINDOW``), slower or faster: the
+  ratio, not seconds, because machines are noisy alike for eager and the implementation.
 
 Machines differ (machine-conditional findings exist), so runs on different machines are never
 compared: two machines' runs of one night sit side by side, each against its own previous run.
@@ -26,13 +30,15 @@ import dataclasses
 import json
 import re
 import sqlite3
+import statistics
 
 WINDOW = 5
 DRIFT_RUNS = 3
 FACTOR_MOVE = 2.0
+STEP_TIME_BAND, STEP_TIME_RUNS, STEP_TIME_FIGURE = 1.25, 2, "ratio_to_eager"
 GATING = ("new_fail", "missing", "no_longer_failing")  # what stops a nightly gate by default
 KINDS = ("new_fail", "fixed", "new_finding", "no_longer_failing", "now_refused", "missing", "flaky", "factor_moved",
-         "drifting")
+         "drifting", "step_time")
 _FAILING, _PASSING = {"fail", "error"}, {"pass", "refused"}
 
 
@@ -90,12 +96,13 @@ def compare(connection: sqlite3.Connection, run_id: int) -> Comparison:
             events.append(Event("factor_moved", key[0], key[1], was, is_,
                                 f"error over the bound {before[key][2]:.3g}x -> {now[key][2]:.3g}x"))
     events += _drifting(connection, runs[-(DRIFT_RUNS + 1):])
+    events += _step_times(connection, runs[-(WINDOW + 1):])
     return Comparison(run_id, previous, machine, tuple(events))
 
 
-# what a convergence entry is followed by, run by run: (how the trail reads, the value of an entry)
-_DRIFT_MEASURES = (("worst error {} eager's", lambda entry: _oracle_ratio(entry)),
-                   ("golden window used {}", lambda entry: entry.get("golden_window_used")))
+# what a convergence entry is followed by, run by run: (its name, how its trail reads, its value in an entry)
+DRIFT_MEASURES = (("oracle ratio", "worst error {} eager's", lambda entry: _oracle_ratio(entry)),
+                  ("golden window used", "golden window used {}", lambda entry: entry.get("golden_window_used")))
 
 
 def _drifting(connection: sqlite3.Connection, runs: list[int]) -> list[Event]:
@@ -107,10 +114,31 @@ def _drifting(connection: sqlite3.Connection, runs: list[int]) -> list[Event]:
             entries.setdefault(test, [None] * len(runs))[position] = json.loads(data)
     found = []
     for test, per_run in sorted(entries.items()):
-        for reads, measure in _DRIFT_MEASURES:
+        for _, reads, measure in DRIFT_MEASURES:
             values = [measure(entry) if entry else None for entry in per_run]
             if None not in values and all(a < b for a, b in zip(values, values[1:])):
                 found.append(Event("drifting", test, "", None, None, reads.format(" -> ".join(f"{v:.2f}x" for v in values))))
+    return found
+
+
+def _step_times(connection: sqlite3.Connection, runs: list[int]) -> list[Event]:
+    marks = ",".join("?" * len(runs))
+    rows = connection.execute(f"SELECT run_id, bench, impl, value FROM benchmarks WHERE figure = ? AND run_id IN ({marks})",
+                              (STEP_TIME_FIGURE, *runs)).fetchall()
+    series: dict[tuple[str, str], dict[int, float]] = {}
+    for run, bench, impl, value in rows:
+        series.setdefault((bench, impl), {})[run] = value
+    found = []
+    for (bench, impl), values in sorted(series.items()):
+        now, before = values.get(runs[-1]), [values[run] for run in runs[:-1] if run in values]
+        if now is None or len(before) < STEP_TIME_RUNS:
+            continue
+        median = statistics.median(before)
+        low, high = median / STEP_TIME_BAND, median * STEP_TIME_BAND
+        if not low <= now <= high:
+            found.append(Event("step_time", bench, impl, None, None,
+                               f"{'slower' if now > high else 'faster'}: {now:.2f}x eager, band {low:.2f}x-{high:.2f}x "
+                               f"around the median {median:.2f}x of the last {len(before)} runs"))
     return found
 
 

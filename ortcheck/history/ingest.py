@@ -1,4 +1,9 @@
-"""Report folders into the history: one transaction per run, a run already there skipped."""
+"""Report folders into the history: one transaction per run, a run already there skipped.
+
+Besides ``summary.json``, a report folder may hold benchmark results in ``bench/<name>.json`` (what
+``bench/step_time.py --json`` writes: per implementation its figures); their numbers are kept per run
+(the nightly GPU job writes its step times there before the folder is ingested).
+"""
 from __future__ import annotations
 
 import datetime
@@ -19,6 +24,7 @@ def ingest(connection: sqlite3.Connection, folder: Path) -> int | None:
     except MergeError as error:
         raise HistoryError(str(error)) from None
     digest = hashlib.sha256((Path(folder) / "summary.json").read_bytes()).hexdigest()
+    figures = benchmark_figures(folder)  # read, and refused when malformed, before anything is written
     environment = summary.get("environment", {})
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     with transaction(connection):
@@ -39,7 +45,24 @@ def ingest(connection: sqlite3.Connection, folder: Path) -> int | None:
             "INSERT INTO convergence (run_id, test, status, data) VALUES (?, ?, ?, ?)",
             [(run_id, entry.get("test", ""), entry.get("status", ""), json.dumps(entry, sort_keys=True, default=str))
              for entry in summary.get("convergence", [])])
+        connection.executemany("INSERT INTO benchmarks (run_id, bench, impl, figure, value) VALUES (?, ?, ?, ?, ?)",
+                               [(run_id, *row) for row in figures])
     return run_id
+
+
+def benchmark_figures(folder: Path) -> list[tuple[str, str, str, float]]:
+    """(benchmark, implementation, figure, value) of every number per implementation in the folder's
+    ``bench/*.json`` (``{"results": {impl: {figure: number}}}``); HistoryError naming a malformed file."""
+    rows = []
+    for path in sorted((Path(folder) / "bench").glob("*.json")):
+        try:
+            results = json.loads(path.read_text())["results"]
+            rows += [(path.stem, impl, figure, float(value)) for impl, row in results.items() if isinstance(row, dict)
+                     for figure, value in row.items() if isinstance(value, (int, float)) and not isinstance(value, bool)]
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+            raise HistoryError(f"{path}: not a benchmark result ({{\"results\": {{impl: {{figure: number}}}}}}): "
+                               f"{type(error).__name__}: {error}") from None
+    return rows
 
 
 def status_of(outcome: dict) -> str:

@@ -3,13 +3,15 @@
 Per group of comparable runs (implementation selection, device, machine): the verdict counts run by
 run (a stacked bar chart, inline PNG), the latest run's events, and every property whose verdict
 changed within the group, one coloured cell per run, so a property drifting in and out of failure
-shows as a stripe.
+shows as a stripe; and the numbers followed over runs (each convergence case's oracle ratio and share
+of its golden's window, each benchmark's step-time ratio to eager), one column per run.
 """
 from __future__ import annotations
 
 import base64
 import html
 import io
+import json
 import sqlite3
 
 from ortcheck.history import events as events_module
@@ -43,6 +45,7 @@ def render(connection: sqlite3.Connection, title: str = "ortcheck history") -> s
         parts.append("</table>")
         parts += _events(events_module.compare(connection, runs[-1]))
         parts += _stripes(connection, runs)
+        parts += _trends(connection, runs)
     return "".join(parts) + "</body></html>\n"
 
 
@@ -80,8 +83,9 @@ def _events(comparison: events_module.Comparison) -> list[str]:
     if comparison.previous is None:
         return ["<p>First run of this group: nothing to compare with.</p>"]
     parts = [f"<h3>Run {comparison.run} against run {comparison.previous}</h3><ul class='events'>"]
-    parts += [f"<li><b>{e(ev.kind)}</b> {e(ev.impl)} <code>{e(ev.property)}</code>: {e(str(ev.before or 'absent'))}"
-              f" &rarr; {e(str(ev.now or 'absent'))}</li>" for ev in comparison.events] or ["<li>no change</li>"]
+    parts += [f"<li><b>{e(ev.kind)}</b> {e(ev.impl)} <code>{e(ev.property)}</code>: "
+              + (f"{e(str(ev.before or 'absent'))} &rarr; {e(str(ev.now or 'absent'))}" if ev.before or ev.now else e(ev.reason))
+              + "</li>" for ev in comparison.events] or ["<li>no change</li>"]
     return parts + ["</ul>"]
 
 
@@ -102,4 +106,28 @@ def _stripes(connection: sqlite3.Connection, runs: list[int]) -> list[str]:
         cells = [f"<td class='{e(seen[r][0])}' title='{e(seen[r][1])}'>{_LABELS.get(seen[r][0], e(seen[r][0]))}</td>"
                  if r in seen else "<td>-</td>" for r in runs]
         parts.append(f"<tr><td><code>{e(prop)}</code></td><td>{e(impl)}</td>{''.join(cells)}</tr>")
+    return parts + ["</table>"]
+
+
+def _trends(connection: sqlite3.Connection, runs: list[int]) -> list[str]:
+    """One row per number followed over runs (convergence entries, benchmark ratios), a column per run."""
+    marks = ",".join("?" * len(runs))
+    series: dict[str, dict[int, float]] = {}
+    for run, test, data in connection.execute(f"SELECT run_id, test, data FROM convergence WHERE run_id IN ({marks})", runs):
+        entry = json.loads(data)
+        for name, _, measure in events_module.DRIFT_MEASURES:
+            value = measure(entry)
+            if value is not None:
+                series.setdefault(f"{test}: {name}", {})[run] = value
+    for run, bench, impl, value in connection.execute(
+            f"SELECT run_id, bench, impl, value FROM benchmarks WHERE figure = ? AND run_id IN ({marks})",
+            (events_module.STEP_TIME_FIGURE, *runs)):
+        series.setdefault(f"{bench}: {impl} step time / eager's", {})[run] = value
+    if not series:
+        return []
+    e = html.escape
+    parts = ["<h3>Numbers over runs</h3><table class='trends'><tr><th>what</th>" + "".join(f"<th>{r}</th>" for r in runs) + "</tr>"]
+    for what, values in sorted(series.items()):
+        cells = "".join(f"<td>{values[r]:.3g}</td>" if r in values else "<td>-</td>" for r in runs)
+        parts.append(f"<tr><td><code>{e(what)}</code></td>{cells}</tr>")
     return parts + ["</table>"]

@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterator
 
-VERSION = 2
+VERSION = 3
 _SCHEMA = """  -- version 1, which the migrations below bring to VERSION
 CREATE TABLE runs (
     id INTEGER PRIMARY KEY,
@@ -42,6 +42,11 @@ CREATE INDEX verdicts_by_property ON verdicts (property, impl);
 _MIGRATIONS: dict[int, str] = {  # from version k to k + 1
     # a numeric finding's error over the oracle's bound (NULL: not numeric, or ingested before version 2)
     1: "ALTER TABLE verdicts ADD COLUMN factor REAL",
+    # benchmark figures a report folder held (bench/*.json: step-time ratio to eager, first step, kernels)
+    2: """CREATE TABLE benchmarks (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        bench TEXT NOT NULL, impl TEXT NOT NULL, figure TEXT NOT NULL, value REAL NOT NULL,
+        PRIMARY KEY (run_id, bench, impl, figure))""",
 }
 
 

@@ -1,4 +1,5 @@
 """``ortcheck history``: report folders into one SQLite file, and what changed since the last comparable run."""
+import json
 import multiprocessing
 import sqlite3
 from pathlib import Path
@@ -217,3 +218,30 @@ def test_a_convergence_case_nearing_its_goldens_edge_is_named(tmp_path):
                                             convergence=[entry]))
             found.append([(e.kind, e.reason) for e in compare(connection, run).events])
     assert found == [[], [], [], [], [("drifting", "golden window used 0.10x -> 0.30x -> 0.50x -> 0.80x")]]
+
+
+def test_a_step_time_ratio_outside_its_band_is_named_and_a_malformed_benchmark_refused(tmp_path):
+    """The benchmark's ratio to eager against the median of the previous runs' (x/÷ 1.25): noise of
+    a few percent is quiet, a step 30% slower (or faster) is named."""
+    with opened(tmp_path / "h.sqlite") as connection:
+        found = []
+        for night, ratio in enumerate([1.20, 1.26, 1.22, 1.24, 1.62, 1.23], 1):
+            folder = report(tmp_path / f"n{night}", {"suites/t.py::test_a": "pass"}, night=night)
+            (folder / "bench").mkdir()
+            (folder / "bench" / "step_time.json").write_text(json.dumps(
+                {"config": {}, "results": {"eager": {"median_step_s": 0.5, "ratio_to_eager": 1.0},
+                                           "reference": {"median_step_s": 0.5 * ratio, "ratio_to_eager": ratio}}}))
+            found.append([(e.kind, e.property, e.impl, e.reason) for e in compare(connection, ingest(connection, folder)).events])
+        assert found[:4] == [[], [], [], []] and found[5] == []
+        assert found[4] == [("step_time", "step_time", "reference",
+                             "slower: 1.62x eager, band 0.98x-1.54x around the median 1.23x of the last 4 runs")]
+        from ortcheck.history.page import render
+
+        trends = render(connection).split("<table class='trends'>")[1]
+        assert "step_time: reference step time / eager&#x27;s" in trends and "<td>1.62</td>" in trends
+        bad = report(tmp_path / "bad", {"suites/t.py::test_a": "pass"}, night=7)
+        (bad / "bench").mkdir()
+        (bad / "bench" / "step_time.json").write_text('{"config": {}}')
+        with pytest.raises(HistoryError, match=r"bench/step_time.json: not a benchmark result"):
+            ingest(connection, bad)
+        assert connection.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 6
