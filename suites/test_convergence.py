@@ -44,6 +44,8 @@ def test_convergence(impl, options, case_name, request):
     except TooFewDevices as error:
         not_applicable(str(error))
     request.node.user_properties.append(("convergence_parity", outcome.parity.summary()))
+    # the first seed's per-step loss, gradient norm and learning rate: what nightly history keeps per case
+    request.node.user_properties.append(("curve", outcome.actual.curves[0].metrics))
     if config.getoption("convergence_report"):
         png, table = plots.write(outcome, Path(config.getoption("convergence_report")))
         request.node.user_properties += [("report_png", str(png)), ("report_csv", str(table))]
