@@ -18,12 +18,14 @@ from reference.seams import Seam
 if TYPE_CHECKING:
     from reference.autodiff.context import GradientContext
     from reference.autodiff.grad_node import GradNode
+    from reference.autodiff.samples import Sample
 
 # A rule returns {input index: gradient value name} for every input the node wants.
 Rule = Callable[["GradientContext", "GradNode"], dict[int, str]]
 
 _RULES: dict[tuple[str, str], list[tuple[int, Rule]]] = {}  # sorted by since
 _NON_DIFFERENTIABLE: set[tuple[str, str]] = set()
+_SAMPLES: dict[tuple[str, str], tuple["Sample", ...]] = {}  # each rule's own test inputs (reference.autodiff.samples)
 # Fault injection (reference.seams): rules served instead of the registered ones, at every opset.
 REPLACED_RULES: Seam[dict[tuple[str, str], Rule]] = Seam("replaced gradient rules", {})
 
@@ -32,8 +34,10 @@ def _key(op_type: str, domain: str) -> tuple[str, str]:
     return ("" if domain == "ai.onnx" else domain, op_type)
 
 
-def gradient_rule(op_type: str, domain: str = "", since: int = 1) -> Callable[[Rule], Rule]:
-    """Register the decorated function as the gradient rule of ``op_type`` from opset ``since`` on."""
+def gradient_rule(op_type: str, domain: str = "", since: int = 1,
+                  samples: tuple["Sample", ...] = ()) -> Callable[[Rule], Rule]:
+    """Register the decorated function as the gradient rule of ``op_type`` from opset ``since`` on,
+    with the ``samples`` it is tested on (added to those of the op's other opsets)."""
 
     def register(rule: Rule) -> Rule:
         key = _key(op_type, domain)
@@ -41,6 +45,7 @@ def gradient_rule(op_type: str, domain: str = "", since: int = 1) -> Callable[[R
         if key in _NON_DIFFERENTIABLE or any(existing == since for existing, _ in versions):
             raise ValueError(f"op {op_type!r} already registered (since opset {since})")
         bisect.insort(versions, (since, rule), key=lambda entry: entry[0])
+        _SAMPLES[key] = _SAMPLES.get(key, ()) + tuple(samples)
         return rule
 
     return register
@@ -61,6 +66,12 @@ def is_non_differentiable(node: onnx.NodeProto) -> bool:
 
 def supported_ops() -> list[str]:
     return sorted(op if not domain else f"{domain}.{op}" for domain, op in _RULES)
+
+
+def samples_of(op_type: str) -> tuple["Sample", ...]:
+    """The samples registered with ``op_type``'s rules; ``op_type`` as ``supported_ops()`` names it."""
+    domain, _, op = op_type.rpartition(".")
+    return _SAMPLES.get((domain, op), ())
 
 
 @contextlib.contextmanager

@@ -1,8 +1,16 @@
+import torch
+
 from reference.autodiff.broadcast import reduce_to_input
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import Sample, normal
 
 
-@gradient_rule("Add")
+@gradient_rule("Add", samples=(
+    Sample(torch.add, (normal(3, 1, 4), normal(2, 4)), wrt=(0, 1),
+           more=((normal(2, 1, 3), normal(5, 3)),), name="broadcast"),
+    Sample(torch.add, (normal(2, 3), normal(2, 3)), wrt=(0, 1),
+           more=((normal(4, 1), normal(4, 1)),), name="same_shape"),
+))
 def add_grad(ctx, node):
     """dA = dB = dy, each summed back over its broadcast axes."""
     return {i: reduce_to_input(ctx, node, i, node.grad()) for i in node.wanted_inputs}

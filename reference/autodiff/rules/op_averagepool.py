@@ -1,11 +1,18 @@
 import numpy as np
 from onnx import helper, numpy_helper
+from torch import nn
 
 from reference.autodiff.registry import gradient_rule
 from reference.autodiff.rules.common_conv import ConvAttrs, pad_spatial, same_pads, spatial_shape
+from reference.autodiff.samples import F32, Sample, normal
 
 
-@gradient_rule("AveragePool")
+@gradient_rule("AveragePool", samples=(
+    Sample(nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False), (normal(2, 3, 7, 8, dtype=F32),),
+           more=((normal(1, 3, 9, 6, dtype=F32),),), name="exclude_pad"),
+    Sample(nn.AvgPool1d(2, stride=2, ceil_mode=True), (normal(2, 3, 7, dtype=F32),),
+           more=((normal(1, 3, 9, dtype=F32),),), name="ceil_mode"),
+))
 def average_pool_grad(ctx, node):
     """Each window spreads dy / its divisor over the positions it read: a ConvTranspose of the
     scaled dy with a kernel of ones (channels folded into the batch), cut back to X like the Conv

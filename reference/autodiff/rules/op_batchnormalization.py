@@ -1,9 +1,21 @@
+import torch.nn.functional as F
+
 from reference.autodiff.errors import UnsupportedOpError
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import Sample, normal, positive
 from reference.export.epsilon import written_epsilon
 
 
-@gradient_rule("BatchNormalization", since=9)
+def _eval_batch_norm(*x_shape: int) -> Sample:
+    """Given statistics (eval); torch differentiates neither statistic, so only x, scale and bias are compared."""
+    def fn(x, mean, var, scale, bias):
+        return F.batch_norm(x, mean, var, scale, bias, training=False, eps=0.25)
+
+    stats = (normal(3), positive(3), normal(3), normal(3))
+    return Sample(fn, (normal(*x_shape), *stats), wrt=(0, 3, 4), name=f"rank_{len(x_shape)}")
+
+
+@gradient_rule("BatchNormalization", since=9, samples=(_eval_batch_norm(4, 3), _eval_batch_norm(2, 3, 2, 4)))
 def batch_norm_grad(ctx, node):
     """With the statistics as inputs (``training_mode=0``, eval), per channel (axis 1):
     y = (x - mean)·s·inv_std + B with inv_std = (var + ε)^-½ and s the scale, so

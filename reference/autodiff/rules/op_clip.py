@@ -1,7 +1,15 @@
+import torch
+
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import Sample, normal
 
 
-@gradient_rule("Clip", since=11)
+@gradient_rule("Clip", since=11, samples=(
+    Sample(lambda x: x.clamp(-0.5, 0.5), (normal(3, 4),), more=((normal(2, 5),),), name="both_bounds"),
+    Sample(lambda x: x.clamp(min=0.1), (normal(3, 4),), more=((normal(2, 5),),), name="min_only"),
+    Sample(lambda x: x.clamp(max=-0.2), (normal(3, 4),), more=((normal(2, 5),),), name="max_only"),
+    Sample(torch.clamp, (normal(3, 4), normal(shift=-0.5), normal(shift=0.5)), wrt=(0, 1, 2), name="tensor_bounds"),
+))
 def clip_grad(ctx, node):
     """dy flows to x where min <= x <= max (PyTorch's clamp: through both bounds, not past them; NaN
     gets none), to a bound where x passed it (summed: the bounds are scalars). ``ReLU6``,

@@ -1,9 +1,16 @@
 import numpy as np
+from torch import nn
 
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import F32, Sample, normal
 
 
-@gradient_rule("Col2Im", since=18)
+@gradient_rule("Col2Im", since=18, samples=(
+    Sample(nn.Fold((5, 6), (2, 3)), (normal(2, 18, 16, dtype=F32),),
+           more=((normal(1, 18, 16, dtype=F32),),), name="plain"),
+    Sample(nn.Fold((5, 6), (2, 3), stride=2, padding=1), (normal(2, 18, 9, dtype=F32),),
+           more=((normal(1, 18, 9, dtype=F32),),), name="strided_padded"),
+))
 def col2im_grad(ctx, node):
     """Col2Im sums blocks into an image (``nn.Fold``); its gradient reads the blocks back out of dY
     (``nn.Unfold``): a Conv of each channel, as its own image, by one one-hot kernel per block

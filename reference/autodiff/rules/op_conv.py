@@ -1,9 +1,22 @@
+import torch.nn.functional as F
+
 from reference.autodiff.registry import gradient_rule
 from reference.autodiff.rules.common_conv import (bias_grad, conv_attrs, pad_spatial, same_pads, spatial_shape,
                                                    weight_grad)
+from reference.autodiff.samples import F32, Sample, normal
 
 
-@gradient_rule("Conv")
+# float32: onnxruntime's CPU Conv has no float64 kernel. The kernel reshaped to constant sizes: the exporter
+# needs the weight's shape, which the harness's dynamic axes would hide.
+@gradient_rule("Conv", samples=(
+    Sample(lambda x, w, b: F.conv2d(x, w.reshape(6, 4, 3, 3), b, stride=2, padding=1),
+           (normal(2, 4, 7, 6, dtype=F32), normal(6, 4, 3, 3, dtype=F32), normal(6, dtype=F32)), wrt=(0, 1, 2),
+           more=((normal(1, 4, 9, 5, dtype=F32), normal(6, 4, 3, 3, dtype=F32), normal(6, dtype=F32)),),
+           name="strided"),
+    Sample(lambda x, w: F.conv1d(x, w.reshape(6, 2, 3), dilation=2, groups=2),
+           (normal(2, 4, 9, dtype=F32), normal(6, 2, 3, dtype=F32)), wrt=(0, 1),
+           more=((normal(1, 4, 11, dtype=F32), normal(6, 2, 3, dtype=F32)),), name="grouped_dilated"),
+))
 def conv_grad(ctx, node):
     """dX is the transposed convolution of dY, cut back to X (pads dropped, a tail no window read
     padded with zeros); dW is a convolution of X by dY (``weight_grad``); dB sums dY. SAME padding

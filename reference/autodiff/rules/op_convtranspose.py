@@ -1,8 +1,20 @@
+import torch.nn.functional as F
+
 from reference.autodiff.registry import gradient_rule
 from reference.autodiff.rules.common_conv import bias_grad, conv_attrs, weight_grad
+from reference.autodiff.samples import F32, Sample, normal
 
 
-@gradient_rule("ConvTranspose")
+# float32 and constant kernel sizes, as Conv's samples (op_conv.py).
+@gradient_rule("ConvTranspose", samples=(
+    Sample(lambda x, w, b: F.conv_transpose2d(x, w.reshape(4, 6, 3, 3), b, stride=2, output_padding=1),
+           (normal(2, 4, 4, 3, dtype=F32), normal(4, 6, 3, 3, dtype=F32), normal(6, dtype=F32)), wrt=(0, 1, 2),
+           more=((normal(1, 4, 5, 2, dtype=F32), normal(4, 6, 3, 3, dtype=F32), normal(6, dtype=F32)),),
+           name="strided"),
+    Sample(lambda x, w: F.conv_transpose1d(x, w.reshape(4, 3, 3), groups=2, dilation=2, padding=1),
+           (normal(2, 4, 5, dtype=F32), normal(4, 3, 3, dtype=F32)), wrt=(0, 1),
+           more=((normal(1, 4, 8, dtype=F32), normal(4, 3, 3, dtype=F32)),), name="grouped_dilated"),
+))
 def conv_transpose_grad(ctx, node):
     """Y is X spread through W, cropped by the pads (output_padding only adds unread zeros at the
     end). So dX is the convolution of dY padded back by the same pads (strides and dilations as

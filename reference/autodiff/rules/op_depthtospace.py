@@ -1,7 +1,12 @@
+from torch import nn
+
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import Sample, normal
 
 
-@gradient_rule("DepthToSpace")
+@gradient_rule("DepthToSpace", samples=(
+    Sample(nn.PixelShuffle(2), (normal(2, 8, 2, 3),), more=((normal(1, 8, 3, 1),),)),
+))
 def depth_to_space_grad(ctx, node):
     """DCR is undone by SpaceToDepth. CRD (PixelShuffle's) moved x[n, c·b·b + i·b + j, h, w] to
     y[n, c, h·b + i, w·b + j]: dy viewed as [N, C, H, b, W, b] is transposed back to

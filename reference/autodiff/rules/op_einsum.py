@@ -1,8 +1,15 @@
+import torch
+
 from reference.autodiff.errors import UnsupportedOpError
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import Sample, normal
 
 
-@gradient_rule("Einsum")
+@gradient_rule("Einsum", samples=(
+    Sample(lambda a, b: torch.einsum("bij,bjk->bik", a, b), (normal(2, 3, 4), normal(2, 4, 5)), wrt=(0, 1),
+           more=((normal(1, 2, 3), normal(1, 3, 2)),), name="batched_matmul"),
+    Sample(lambda a, b: torch.einsum("ij,k->ik", a, b), (normal(3, 4), normal(5)), wrt=(0, 1), name="summed_letter"),
+))
 def einsum_grad(ctx, node):
     """dXᵢ = einsum(dY and the other operands -> Xᵢ's subscripts): every product term of Y that
     holds Xᵢ[...], summed. A letter of Xᵢ found in no other operand nor Y was summed over in

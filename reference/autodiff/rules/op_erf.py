@@ -1,10 +1,15 @@
 import math
 
+import torch
+
 from reference.autodiff.registry import gradient_rule
 from reference.autodiff.rules.common import unary
+from reference.autodiff.samples import F32, Sample, normal
 
 
-@gradient_rule("Erf")
+@gradient_rule("Erf", samples=(
+    Sample(torch.erf, (normal(3, 4, dtype=F32),), more=((normal(2, 5, dtype=F32),),)),
+))
 @unary
 def erf_derivative(ctx, node):
     """d erf(x) = 2/sqrt(pi) * exp(-x²)."""

@@ -1,4 +1,10 @@
+import torch
+
 from reference.autodiff.registry import gradient_rule
 from reference.autodiff.rules.common import reshape_to_input
+from reference.autodiff.samples import Sample, normal
 
-gradient_rule("Flatten")(reshape_to_input)
+
+gradient_rule("Flatten", samples=(
+    Sample(lambda x: torch.flatten(x, 1) * 1.0, (normal(2, 3, 4),), more=((normal(1, 2, 5),),)),
+))(reshape_to_input)

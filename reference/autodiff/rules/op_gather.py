@@ -1,11 +1,16 @@
 import numpy as np
 
 from reference.autodiff.registry import gradient_rule
-from reference.export.embeddings import embedding_options
 from reference.autodiff.rules.common import inverse_permutation
+from reference.autodiff.samples import Sample, fixed, normal
+from reference.export.embeddings import embedding_options
 
 
-@gradient_rule("Gather")
+@gradient_rule("Gather", samples=(
+    Sample(lambda x: x[:, 1] * 1.0, (normal(3, 4, 2),), more=((normal(2, 5, 2),),), name="select_axis_1"),
+    Sample(lambda x, i: x[:, i] * 1.0, (normal(3, 4, 5), fixed([[0, 2], [2, 2]])), name="repeated_indices"),
+    Sample(lambda x: x[-1] * 1.0, (normal(3, 4),), more=((normal(5, 2),),), name="negative_axis_0"),
+))
 def gather_grad(ctx, node):
     """Scatter-add dy into zeros shaped like the data, so repeated ids (embeddings) accumulate.
 

@@ -1,8 +1,11 @@
 from reference.autodiff.errors import UnsupportedOpError
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import Sample, away_from_zero
 
 
-@gradient_rule("GatherND")
+@gradient_rule("GatherND", samples=(
+    Sample(lambda x: x[x > 0] * 3, (away_from_zero(3, 4),), more=((away_from_zero(2, 5),),), name="boolean_mask"),
+))
 def gather_nd_grad(ctx, node):
     """dy scatter-added into zeros of x's shape at the gathered indices (an index read twice gets both
     gradients, as eager's index backward accumulates)."""

@@ -1,12 +1,18 @@
 import math
 
+import torch.nn.functional as F
+
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import F32, Sample, normal
+
 
 _TANH_K0 = math.sqrt(2 / math.pi)
 _TANH_K1 = 0.044715
 
 
-@gradient_rule("Gelu")
+@gradient_rule("Gelu", samples=(
+    Sample(F.gelu, (normal(3, 4, dtype=F32),), more=((normal(2, 5, dtype=F32),),), name="exact"),
+))
 def gelu_grad(ctx, node):
     """Exact: dx = dy·(Phi(x) + x phi(x)), as ½dy·((1 + erf(t)) + (2/√π)·t/exp(t²)) with t = x/√2: the
     ½ on dy (a power of two, which the fuse stage folds into the product that computed dy), and one

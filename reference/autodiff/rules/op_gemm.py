@@ -1,8 +1,17 @@
+import torch
+import torch.nn.functional as F
+
 from reference.autodiff.broadcast import reduce_to_input
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import Sample, normal
 
 
-@gradient_rule("Gemm")
+@gradient_rule("Gemm", samples=(
+    Sample(F.linear, (normal(3, 4), normal(5, 4), normal(5)), wrt=(0, 1, 2),
+           more=((normal(6, 4), normal(5, 4), normal(5)),), name="linear"),
+    Sample(lambda c, a, b: torch.addmm(c, a, b, alpha=2.0, beta=0.5), (normal(3, 1), normal(3, 4), normal(4, 5)),
+           wrt=(0, 1, 2), name="addmm_scaled"),
+))
 def gemm_grad(ctx, node):
     """Y = alpha·op(A)·op(B) + beta·C. Each operand's gradient is one Gemm whose trans flags absorb
     op(): dA = alpha·dY·op(B)ᵀ (transposed if transA), dB = alpha·op(A)ᵀ·dY (transposed if transB)."""

@@ -1,7 +1,12 @@
+from torch import nn
+
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import F32, Sample, normal
 
 
-@gradient_rule("GlobalAveragePool")
+@gradient_rule("GlobalAveragePool", samples=(
+    Sample(nn.AdaptiveAvgPool2d(1), (normal(2, 3, 4, 5, dtype=F32),), more=((normal(1, 3, 2, 3, dtype=F32),),)),
+))
 def global_average_pool_grad(ctx, node):
     """Every input position receives its channel's dy divided by the spatial size (read at run time)."""
     x = node.input(0)

@@ -1,7 +1,12 @@
+from torch import nn
+
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import F32, Sample, distinct
 
 
-@gradient_rule("GlobalMaxPool")
+@gradient_rule("GlobalMaxPool", samples=(
+    Sample(nn.AdaptiveMaxPool2d(1), (distinct(2, 3, 4, 5, dtype=F32),), more=((distinct(1, 3, 2, 3, dtype=F32),),)),
+))
 def global_max_pool_grad(ctx, node):
     """dy goes to the first position of its channel's maximum, as PyTorch's adaptive max pooling to
     size 1 (which exports to GlobalMaxPool) routes it; ties don't share it (unlike ``amax``)."""

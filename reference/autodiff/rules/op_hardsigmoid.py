@@ -1,7 +1,12 @@
+import torch.nn.functional as F
+
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import F32, Sample, normal
 
 
-@gradient_rule("HardSigmoid")
+@gradient_rule("HardSigmoid", samples=(
+    Sample(F.hardsigmoid, (normal(3, 4, scale=4.0, dtype=F32),), more=((normal(2, 5, scale=4.0, dtype=F32),),)),
+))
 def hard_sigmoid_grad(ctx, node):
     """y = max(0, min(1, alpha x + beta)): dx = alpha dy strictly inside the ramp, 0 outside and at
     its ends (PyTorch's hardsigmoid: -3 < x < 3). ``nn.Hardsigmoid`` exports alpha = 1/6."""

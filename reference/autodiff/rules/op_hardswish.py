@@ -1,7 +1,12 @@
+import torch.nn.functional as F
+
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import F32, Sample, normal
 
 
-@gradient_rule("HardSwish")
+@gradient_rule("HardSwish", samples=(
+    Sample(F.hardswish, (normal(3, 4, scale=4.0, dtype=F32),), more=((normal(2, 5, scale=4.0, dtype=F32),),)),
+))
 def hard_swish_grad(ctx, node):
     """y = x relu6(x + 3) / 6: dx = 0 below -3, dy (x / 3 + 1/2) up to 3 (inclusive, as PyTorch),
     dy above."""

@@ -1,8 +1,15 @@
+import torch.nn.functional as F
+
 from reference.autodiff.registry import gradient_rule
 from reference.autodiff.rules.common import normalization_statistics, normalized_input_grad
+from reference.autodiff.samples import F32, Sample, normal
 
 
-@gradient_rule("InstanceNormalization")
+@gradient_rule("InstanceNormalization", samples=(
+    Sample(lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
+           (normal(2, 3, 5, dtype=F32), normal(3, dtype=F32), normal(3, dtype=F32)), wrt=(0, 1, 2),
+           more=((normal(1, 3, 7, dtype=F32), normal(3, dtype=F32), normal(3, dtype=F32)),)),
+))
 def instance_norm_grad(ctx, node):
     """LayerNormalization's formula per (sample, channel) over the spatial axes, with the channel's
     scale: x̂ = (x - mean)·inv_std, g = dy·scale, dx = inv_std·(g - mean(g) - x̂·mean(g·x̂)),

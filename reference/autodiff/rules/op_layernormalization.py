@@ -1,9 +1,16 @@
+import torch.nn.functional as F
+
 from reference.autodiff.broadcast import reduce_to_shape
 from reference.autodiff.registry import gradient_rule
 from reference.autodiff.rules.common import normalization_statistics, normalized_input_grad
+from reference.autodiff.samples import Sample, normal
 
 
-@gradient_rule("LayerNormalization")
+@gradient_rule("LayerNormalization", samples=(
+    Sample(lambda x, w, b: F.layer_norm(x, (3, 4), w, b), (normal(2, 3, 4), normal(3, 4), normal(3, 4)), wrt=(0, 1, 2),
+           more=((normal(1, 3, 4), normal(3, 4), normal(3, 4)),), name="affine"),
+    Sample(lambda x: F.layer_norm(x, (4,)), (normal(2, 3, 4),), more=((normal(1, 2, 4),),), name="plain"),
+))
 def layer_norm_grad(ctx, node):
     """With x̂ = (x - mean)·inv_std over the normalized axes and g = dy·scale:
     dx = inv_std·(g - mean(g) - x̂·mean(g·x̂)), dscale = Σ dy·x̂, dbias = Σ dy over the other axes.

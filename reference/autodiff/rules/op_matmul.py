@@ -1,8 +1,18 @@
+import torch
+
 from reference.autodiff.broadcast import reduce_to_shape
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import Sample, normal
 
 
-@gradient_rule("MatMul")
+@gradient_rule("MatMul", samples=(
+    Sample(torch.matmul, (normal(2, 3, 4), normal(2, 4, 5)), wrt=(0, 1),
+           more=((normal(3, 2, 4), normal(3, 4, 1)),), name="batched"),
+    Sample(torch.matmul, (normal(2, 1, 3, 4), normal(5, 4, 2)), wrt=(0, 1),
+           more=((normal(1, 3, 2, 4), normal(1, 4, 2)),), name="broadcast_batch"),
+    Sample(torch.matmul, (normal(4), normal(2, 4, 5)), wrt=(0, 1),
+           more=((normal(3), normal(1, 3, 2)),), name="vector_times_batch"),
+))
 def matmul_grad(ctx, node):
     """dA = dY·Bᵀ and dB = Aᵀ·dY, summed over the batch axes the operand was broadcast along.
 

@@ -4,7 +4,8 @@ from reference.autodiff.registry import gradient_rule
 from reference.bnb4 import QUANT_TYPES, code_values
 
 
-@gradient_rule("MatMulBnb4", domain="com.microsoft")
+# No samples: no plain torch function exports this op (tests/reference/autodiff/test_rule_samples.py, EXEMPT).
+@gradient_rule("MatMulBnb4", domain="com.microsoft", samples=())
 def matmulbnb4_grad(ctx, node):
     """dA = dY · dequant(B) ([..., N] @ [N, K]); the packed weight and absmax get none (frozen, as
     bitsandbytes' MatMul4Bit).

@@ -1,7 +1,15 @@
+import torch.nn.functional as F
+
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import Sample, distinct
 
 
-@gradient_rule("MaxPool")
+@gradient_rule("MaxPool", samples=(
+    Sample(lambda x: F.max_pool1d(x, 3, stride=1), (distinct(2, 3, 7),),
+           more=((distinct(1, 3, 9),),), name="overlapping_1d"),
+    Sample(lambda x: F.max_pool2d(x, 2, stride=1, padding=1, dilation=2), (distinct(1, 2, 4, 5),),
+           more=((distinct(2, 2, 5, 6),),), name="padded_dilated_2d"),
+))
 def max_pool_grad(ctx, node):
     """Each dy is added at the input position its window's maximum came from: the node's Indices
     output (flat over the whole input, padding not counted; added to the forward node when the

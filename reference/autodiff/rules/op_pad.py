@@ -1,10 +1,21 @@
 import numpy as np
+import torch.nn.functional as F
 
 from reference.autodiff.registry import gradient_rule
 from reference.autodiff.rules.common import pad_on_axes
+from reference.autodiff.samples import Sample, normal
 
 
-@gradient_rule("Pad")
+@gradient_rule("Pad", samples=(
+    Sample(lambda x: F.pad(x, (2, 0, 1, 3), mode="constant", value=0.5), (normal(2, 3, 4, 5),),
+           more=((normal(1, 2, 6, 7),),), name="constant"),
+    Sample(lambda x: F.pad(x, (1, 3, 2, 0), mode="reflect"), (normal(2, 3, 4, 5),),
+           more=((normal(1, 2, 6, 7),),), name="reflect"),
+    Sample(lambda x: F.pad(x, (0, 4, 2, 1), mode="replicate"), (normal(2, 3, 4, 5),),
+           more=((normal(1, 2, 6, 7),),), name="edge"),
+    Sample(lambda x: F.pad(x, (-1, 2, 1, -2), mode="constant"), (normal(2, 3, 4, 5),),
+           more=((normal(1, 2, 6, 7),),), name="negative_crops"),
+))
 def pad_grad(ctx, node):
     """constant: dX is dY padded by the negated pads (a crop, or zeros where the forward cropped).
     reflect/edge/wrap: along each padded axis, every position of dY is added to the input position

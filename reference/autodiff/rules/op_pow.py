@@ -1,8 +1,15 @@
+import torch
+
 from reference.autodiff.broadcast import reduce_to_input
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import Sample, normal, positive
 
 
-@gradient_rule("Pow")
+@gradient_rule("Pow", samples=(
+    Sample(torch.pow, (positive(2, 3), normal(3)), wrt=(0, 1),
+           more=((positive(4, 2), normal(2)),), name="tensor_exponent"),
+    Sample(lambda x: x ** 3, (normal(2, 3),), more=((normal(1, 4),),), name="constant_exponent"),
+))
 def pow_grad(ctx, node):
     """y = A ** B: dA = dy * B * A ** (B - 1), dB = dy * y * log(A).
 

@@ -1,8 +1,16 @@
+import torch.nn.functional as F
+
 from reference.autodiff.broadcast import reduce_to_input
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import F32, Sample, away_from_zero, positive
 
 
-@gradient_rule("PRelu")
+@gradient_rule("PRelu", samples=(
+    Sample(F.prelu, (away_from_zero(2, 3, 4, dtype=F32), positive(3, dtype=F32)), wrt=(0, 1),
+           more=((away_from_zero(1, 3, 2, dtype=F32), positive(3, dtype=F32)),), name="per_channel"),
+    Sample(F.prelu, (away_from_zero(2, 3, 4, dtype=F32), positive(1, dtype=F32)), wrt=(0, 1),
+           more=((away_from_zero(1, 3, 2, dtype=F32), positive(1, dtype=F32)),), name="shared"),
+))
 def prelu_grad(ctx, node):
     """y = x where x > 0, else slope x (the slope broadcast to x): dx = dy or slope dy, dslope = x dy
     where x <= 0, summed to the slope's shape (PyTorch's convention: the slope's side at 0)."""

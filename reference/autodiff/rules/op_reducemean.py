@@ -4,9 +4,14 @@ import numpy as np
 
 from reference.autodiff.registry import gradient_rule
 from reference.autodiff.rules.common import expand_to_input
+from reference.autodiff.samples import Sample, normal
 
 
-@gradient_rule("ReduceMean")
+@gradient_rule("ReduceMean", samples=(
+    Sample(lambda x: x.mean(-1, keepdim=True), (normal(2, 3, 4),), more=((normal(1, 2, 5),),), name="keepdims"),
+    Sample(lambda x: x.mean((0, 2)), (normal(2, 3, 4),), more=((normal(1, 2, 5),),), name="two_axes"),
+    Sample(lambda x: x.mean(), (normal(2, 3, 4),), more=((normal(1, 2, 5),),), name="all"),
+))
 def reduce_mean_grad(ctx, node):
     """dy / (elements averaged per output), broadcast back over the input.
 

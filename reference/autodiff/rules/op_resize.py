@@ -1,13 +1,26 @@
 import numpy as np
+import torch.nn.functional as F
 
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import F32, Sample, normal
+
 
 # Attributes that shape the per-axis interpolation (the rule reuses them on an identity matrix).
 _INTERPOLATION = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
                   "antialias")
 
 
-@gradient_rule("Resize", since=11)
+@gradient_rule("Resize", since=11, samples=(
+    Sample(lambda x: F.interpolate(x, scale_factor=2, mode="nearest"), (normal(2, 3, 4, 5, dtype=F32),),
+           more=((normal(1, 3, 5, 6, dtype=F32),),), name="nearest"),
+    Sample(lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"), (normal(2, 3, 4, 5, dtype=F32),),
+           more=((normal(1, 3, 5, 6, dtype=F32),),), name="linear"),
+    Sample(lambda x: F.interpolate(x, size=(7, 4), mode="bilinear", align_corners=True),
+           (normal(2, 3, 4, 5, dtype=F32),), more=((normal(1, 3, 5, 6, dtype=F32),),),
+           name="linear_sizes_align_corners"),
+    Sample(lambda x: F.interpolate(x, scale_factor=2, mode="bicubic"), (normal(2, 3, 4, 5, dtype=F32),),
+           more=((normal(1, 3, 5, 6, dtype=F32),),), name="cubic"),
+))
 def resize_grad(ctx, node):
     """Resize is separable and linear: along each resized axis y = M·x, with M [out, in] depending
     only on that axis's sizes, scale and the node's modes. M is the node's own interpolation applied

@@ -2,9 +2,13 @@ import numpy as np
 
 from reference.autodiff.registry import gradient_rule
 from reference.autodiff.rules.common import pad_on_axes
+from reference.autodiff.samples import Sample, normal
 
 
-@gradient_rule("Slice")
+@gradient_rule("Slice", samples=(
+    Sample(lambda x: x[1:, :-1, 1:3] * 1.0, (normal(3, 4, 5),), more=((normal(4, 5, 6),),), name="unit_steps"),
+    Sample(lambda x: x[::2, 1::3] * 1.0, (normal(5, 7),), more=((normal(5, 7),),), name="steps"),
+))
 def slice_grad(ctx, node):
     """Place dy back where the slice came from, zeros elsewhere.
 

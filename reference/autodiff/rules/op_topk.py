@@ -1,7 +1,15 @@
+import torch
+
 from reference.autodiff.registry import gradient_rule
+from reference.autodiff.samples import Sample, distinct
 
 
-@gradient_rule("TopK")
+@gradient_rule("TopK", samples=(
+    Sample(lambda x: torch.topk(x, 2, dim=-1, largest=True).values, (distinct(3, 5, 6),),
+           more=((distinct(2, 4, 6),),), name="largest"),
+    Sample(lambda x: torch.topk(x, 2, dim=-1, largest=False).values, (distinct(3, 5, 6),),
+           more=((distinct(2, 4, 6),),), name="smallest"),
+))
 def topk_grad(ctx, node):
     """The values' gradient back where each value came from (zeros elsewhere); the indices carry
     none. A mixture-of-experts router differentiates its routing weights through it."""
