@@ -5,7 +5,6 @@ cases (hand-built nodes, ties, stashing); this file makes sure each rule is reac
 import pytest
 import torch
 
-from reference.autodiff import registry
 from reference.autodiff.registry import rule_replaced, samples_of, supported_ops
 
 FLOAT64 = dict(rtol=1e-7, atol=1e-9)
@@ -46,18 +45,21 @@ def test_each_rule_matches_autograd_on_its_samples(op_type, sample, harness):
     assert op_type.rpartition(".")[2] in exported, f"the sample exports {sorted(set(exported))}, no {op_type}"
 
 
+def without_samples(samples=samples_of) -> list[str]:
+    """The rules ``samples`` gives none for, exemptions aside."""
+    return [op for op in supported_ops() if not samples(op) and op not in EXEMPT]
+
+
 def test_every_rule_has_samples():
-    missing = [op for op in supported_ops() if not samples_of(op) and op not in EXEMPT]
+    missing = without_samples()
     assert not missing, f"gradient rules without samples (add samples=(Sample(...),) to their gradient_rule): {missing}"
     stale = [op for op in EXEMPT if samples_of(op) or op not in supported_ops()]
     stale += sorted(FLOAT32_ONLY - set(supported_ops()))
     assert not stale, f"exemptions naming no rule, or a rule that has samples: {stale}"
 
 
-def test_a_rule_without_samples_is_named(monkeypatch):
-    monkeypatch.delitem(registry._SAMPLES, ("", "CumSum"))
-    with pytest.raises(AssertionError, match="'CumSum'"):
-        test_every_rule_has_samples()
+def test_a_rule_without_samples_is_named():
+    assert without_samples(lambda op: () if op == "CumSum" else samples_of(op)) == ["CumSum"]
 
 
 def test_a_wrong_rule_fails_its_samples(harness):
