@@ -52,8 +52,9 @@ def test_convergence(impl, options, case_name, request):
     if outcome.against_golden is not None:
         verdict = "matches" if outcome.against_golden.ok else "differs: " + outcome.against_golden.message()
         request.node.user_properties.append(("golden_tier", f"{outcome.tier}; {verdict}"))
-        if outcome.against_golden.window_used is not None:
-            request.node.user_properties.append(("golden_window_used", outcome.against_golden.window_used))
+        window_used = outcome.against_golden.window_used
+        if window_used is not None:
+            request.node.user_properties.append(("golden_window_used", window_used))
         if outcome.advisory:
             warnings.warn(workflow.GoldenAdvisory(f"{outcome.golden_path}: advisory only, {outcome.advisory}; {verdict}"))
     assert not outcome.failures, "\n".join(outcome.failures)

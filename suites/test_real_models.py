@@ -25,7 +25,7 @@ import copy
 import pytest
 import torch
 
-from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_matches_oracle, input_runs, module_runs
+from ortcheck.checks import RUNS, assert_curve_matches_oracle, assert_matches_oracle, fresh_leaves, input_runs, module_runs
 from ortcheck.checks.autocast import DTYPES as AUTOCAST_DTYPES, autocast_region, dtype_name, eager_refusal
 from ortcheck.impls import Capability
 from ortcheck.models import hf
@@ -34,8 +34,9 @@ from ortcheck.pytest_plugin import not_applicable
 pytestmark = [pytest.mark.requires(Capability.GRAD_PARITY),
               pytest.mark.skipif(hf.unavailable_reason() is not None, reason=str(hf.unavailable_reason()))]
 
-# Under torch.autocast, and held in half precision: a decoder with its own Conv1D products (addmm), one with rotary embeddings and
-# grouped-query heads through sdpa, an encoder, and a mixture of experts (routing on half logits).
+# Under torch.autocast, and held in half precision: a decoder with its own Conv1D products (addmm), one
+# with rotary embeddings and grouped-query heads through sdpa, an encoder, and a mixture of experts
+# (routing on half logits).
 AUTOCAST_ARCHITECTURES = ("gpt2", "llama_sdpa", "bert", "mixtral")
 SHAPES = ((2, 8), (2, 8), (3, 5))  # (batch, sequence) per step: the last one exercises new sizes
 OPTIMIZERS = {"sgd": lambda params: torch.optim.SGD(params, lr=0.1),
@@ -76,7 +77,7 @@ def test_tiny_architecture_held_in_half_trains_like_eager(impl, options, archite
     Not applicable where eager itself cannot train it in that dtype (torch's CPU kernels before 2.5)."""
     arch = hf.ARCHITECTURES[architecture]
     model, inputs = arch.build(seed=0).to(options.device, held_in), arch.example(0, *SHAPES[0])
-    refused = eager_refusal(lambda: model(**input_runs(inputs, device=options.device)["eager"]).loss.backward(),
+    refused = eager_refusal(lambda: model(**fresh_leaves(inputs, options.device)).loss.backward(),
                             f"{architecture} held in {held_in} on {options.device}")
     if refused:
         not_applicable(refused)
