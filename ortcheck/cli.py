@@ -27,8 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ortcheck", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = commands.add_parser("run", help="run the conformance suites and write the report")
-    run.add_argument("--impl", default=impls.DEFAULT, choices=impls.names() + ["all"],
-                     help=f"implementation to check (default {impls.DEFAULT})")
+    run.add_argument("--impl", default=impls.DEFAULT, type=impl_spec,
+                     help=f"implementations to check (default {impls.DEFAULT}): comma-separated names, all, available, "
+                          f"-NAME; valid names: {', '.join(impls.names())}")
     run.add_argument("--device", default="cpu", choices=DEVICES)
     run.add_argument("--profile", default=None, choices=profiles.PROFILES,
                      help="hypothesis profile (default: ci on CI machines, else dev); nightly also runs the "
@@ -58,6 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_parser(commands)
     history_command.add_parser(commands)
     return parser
+
+
+def impl_spec(text: str) -> str:
+    """An ``--impl`` value the plugin will accept (checked here, so a typo fails before pytest starts)."""
+    try:
+        impls.select(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def shard_spec(text: str) -> str:

@@ -33,7 +33,7 @@ CASES = [pytest.param(name, marks=pytest.mark.nightly) if cases.get(name).nightl
 def test_convergence(impl, options, case_name, request):
     config = request.config
     case = cases.get(case_name)
-    missing = [name for name in case.requires if name not in impl.capabilities()]
+    missing = case.lacking(impl.capabilities())
     if missing:
         not_applicable(f"{impl.name} lacks capability {', '.join(missing)}")
     steps = case.nightly_steps if config.getoption("nightly") else case.training.steps

@@ -23,7 +23,7 @@ from ortcheck.impls import RANK_PRELOAD, Capability
 from ortcheck.models.small import mlp_with_unused
 from ortcheck.pytest_plugin import not_applicable
 
-pytestmark = [pytest.mark.requires(Capability.GRAD_PARITY), pytest.mark.both_delivery_modes]
+pytestmark = [pytest.mark.requires(Capability.TRAINS), pytest.mark.both_delivery_modes]
 
 WORLD_SIZE = world_size(default=2)  # under torchrun, the launch's
 TIMEOUT_S = 180.0

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ortcheck.impls import Capability
 
-pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+pytestmark = pytest.mark.requires(Capability.TRAINS)
 
 
 class DropoutOnly(torch.nn.Module):

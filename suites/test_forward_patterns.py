@@ -19,7 +19,7 @@ from ortcheck.impls import Capability
 from ortcheck.models.forward_patterns import FEATURES, PATTERNS
 from ortcheck.stateful.contract import Call, Contract, eager_reads, memory_options
 
-pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+pytestmark = pytest.mark.requires(Capability.TRAINS)
 LR = 0.1
 
 

@@ -25,7 +25,7 @@ from ortcheck.profiles import costly
 from ortcheck.strategies import layer_stacks
 from ortcheck.strategies.layer_stacks import stack_example, transformer_stacks
 
-pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+pytestmark = pytest.mark.requires(Capability.TRAINS)
 
 
 def _examples_then_drawn(stacks: st.SearchStrategy, examples_per_run: float = 1.0):

@@ -51,7 +51,7 @@ from ortcheck.impls import Capability
 from ortcheck.models import semantics
 from ortcheck.profiles import costly
 
-pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+pytestmark = pytest.mark.requires(Capability.TRAINS)
 
 SEEDS = st.integers(0, 2**16)
 LR = 0.1

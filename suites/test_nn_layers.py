@@ -28,7 +28,7 @@ from ortcheck.strategies.nn_layers import LAYERS, NAMES, Example
 from ortcheck.strategies.nn_layers import blocks, wrappers
 from ortcheck.strategies.nn_layers.drawn import Input, make
 
-pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+pytestmark = pytest.mark.requires(Capability.TRAINS)
 
 SEEDS = st.integers(0, 2**16)
 

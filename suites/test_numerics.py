@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ortcheck.checks import RUNS, assert_tensor_matches_oracle, input_runs, module_runs
 from ortcheck.impls import Capability
 
-pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+pytestmark = pytest.mark.requires(Capability.TRAINS)
 
 
 @given(offset=st.sampled_from([0.0, 1.0, 10.0, 100.0]), width=st.sampled_from([4, 16, 64]),

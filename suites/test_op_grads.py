@@ -29,7 +29,7 @@ from ortcheck.impls import Capability
 from ortcheck.pytest_plugin import not_applicable
 from ortcheck.strategies.ops import OPS, Input, OpCase, op_cases, parameters
 
-pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+pytestmark = pytest.mark.requires(Capability.TRAINS)
 
 
 def check_case(impl, options, case: OpCase, seed: int, autocast: torch.dtype | None = None) -> None:

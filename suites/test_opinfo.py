@@ -26,7 +26,7 @@ from ortcheck.checks.oracle import OracleError
 from ortcheck.impls import Capability
 from ortcheck.strategies import opinfo
 
-pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+pytestmark = pytest.mark.requires(Capability.TRAINS)
 
 
 def _samples() -> int:

@@ -31,7 +31,7 @@ from ortcheck.impls import Capability
 from ortcheck.models import hf
 from ortcheck.pytest_plugin import not_applicable
 
-pytestmark = [pytest.mark.requires(Capability.GRAD_PARITY),
+pytestmark = [pytest.mark.requires(Capability.TRAINS),
               pytest.mark.skipif(hf.unavailable_reason() is not None, reason=str(hf.unavailable_reason()))]
 
 # Under torch.autocast, and held in half precision: a decoder with its own Conv1D products (addmm), one

@@ -11,7 +11,7 @@ from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
 from ortcheck.impls import Capability
 from ortcheck.models.size_one import FEATURES, MODULES
 
-pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+pytestmark = pytest.mark.requires(Capability.TRAINS)
 BATCHES = (1, 3, 5, 1)
 
 

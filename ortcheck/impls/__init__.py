@@ -35,6 +35,28 @@ def names() -> list[str]:
 _load_entry_points()
 
 
+def select(spec: str) -> list[str]:
+    """The implementations an ``--impl`` value names, in its order: comma-separated names, ``all`` (every
+    registered one), ``available`` (those that can run here), ``-NAME`` leaving one out (``available,-eager``).
+    So a tox command or a CI job names no list a new implementation would have to be added to."""
+    chosen: list[str] = []
+    for part in filter(None, (part.strip() for part in spec.split(","))):
+        drop = part.startswith("-")
+        word = part.removeprefix("-")
+        if word == "all":
+            named = names()
+        elif word == "available":
+            named = [name for name in names() if get(name).unavailable_reason() is None]
+        elif word in _REGISTRY:
+            named = [word]
+        else:
+            raise ValueError(f"unknown implementation {word!r}; valid: {', '.join(names())}, all, available, -NAME")
+        chosen = [name for name in chosen if name not in named] if drop else chosen + [n for n in named if n not in chosen]
+    if not chosen:
+        raise ValueError(f"no implementation selected by {spec!r}; valid: {', '.join(names())}, all, available, -NAME")
+    return chosen
+
+
 def get(name: str) -> Implementation:
     """The implementation called ``name``; a clear error lists the valid names otherwise."""
     try:
@@ -55,4 +77,4 @@ def register(name: str, target: "str | type[Implementation]") -> None:
 
 
 __all__ = ["Capability", "DEVICES", "Implementation", "MemoryPlan", "MemoryPlans", "Observations", "Options", "UnsupportedOptionError", "get", "names",
-           "register", "DEFAULT", "RANK_PRELOAD"]
+           "register", "select", "DEFAULT", "RANK_PRELOAD"]

@@ -97,7 +97,7 @@ class Capability:
     IO_ROUNDTRIP = "io.roundtrip"
     IO_SCHEMA = "io.schema"
     IO_THROUGH_MODULE = "io.through_module"
-    GRAD_PARITY = "grad_parity"
+    TRAINS = "trains"  # forward and backward through the wrapped module: every property that trains one needs it
     TRANSITIONS = "transitions"
     RECOMPUTE = "recompute"
     # Stashed activations are tensors torch saves for backward (save_for_backward), so what a step
@@ -106,7 +106,6 @@ class Capability:
     MEM_EFFICIENT_GRAD = "mem_efficient_grad"
     BNB4 = "bnb4"
     CONVERGENCE = "convergence"
-    CUDA = "cuda"
     SKIP_CHECKS = "skip_checks"  # has a fast path that stops re-checking after the first forward (Options.skip_checks)
 
 
@@ -114,14 +113,15 @@ class Implementation(abc.ABC):
     """One ORTModule-style pipeline behind the contract."""
 
     name: str = ""
+    CAPABILITIES: frozenset[str] = frozenset()  # the Capability names of the properties it is checked for
 
     def unavailable_reason(self) -> str | None:
         """None when this implementation can run in the current environment, else a one-line reason."""
         return None
 
-    @abc.abstractmethod
     def capabilities(self) -> frozenset[str]:
-        """The :class:`Capability` names this implementation supports."""
+        """The :class:`Capability` names this implementation supports: :attr:`CAPABILITIES`, its one declaration."""
+        return self.CAPABILITIES
 
     @abc.abstractmethod
     def wrap(self, module: torch.nn.Module, options: Options = Options()) -> torch.nn.Module:

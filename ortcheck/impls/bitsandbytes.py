@@ -16,14 +16,12 @@ from ortcheck.models.linear4bit import BITSANDBYTES_BLOCK_SIZES, Linear4Bit, use
 
 class BitsandbytesImpl(EagerImpl):
     name = "bitsandbytes"
+    CAPABILITIES = frozenset({Capability.BNB4, Capability.CONVERGENCE})
 
     def unavailable_reason(self) -> str | None:
         if importlib.util.find_spec("bitsandbytes") is None:
             return "bitsandbytes is not installed (pip install bitsandbytes==0.50.2)"
         return None
-
-    def capabilities(self) -> frozenset[str]:
-        return frozenset({Capability.BNB4, Capability.CONVERGENCE})
 
     def bnb4_block_sizes(self) -> tuple[int, ...]:
         """What bitsandbytes accepts (its 4-bit layers are what users bring)."""

@@ -12,14 +12,9 @@ class EagerImpl(EagerIO, Implementation):
     properties get a sanity run."""
 
     name = "eager"
-
-    def capabilities(self) -> frozenset[str]:
-        caps = {Capability.IO_ROUNDTRIP, Capability.IO_SCHEMA, Capability.IO_THROUGH_MODULE,
-                Capability.GRAD_PARITY, Capability.TRANSITIONS, Capability.MEM_EFFICIENT_GRAD,
-                Capability.CONVERGENCE, Capability.BNB4}
-        if torch.cuda.is_available():
-            caps.add(Capability.CUDA)
-        return frozenset(caps)
+    CAPABILITIES = frozenset({Capability.IO_ROUNDTRIP, Capability.IO_SCHEMA, Capability.IO_THROUGH_MODULE,
+                              Capability.TRAINS, Capability.TRANSITIONS, Capability.MEM_EFFICIENT_GRAD,
+                              Capability.CONVERGENCE, Capability.BNB4})
 
     def wrap(self, module: torch.nn.Module, options: Options = Options()) -> torch.nn.Module:
         return module.to(options.device)

@@ -28,6 +28,10 @@ CONSTANT_AS_TENSOR = True
 
 class OrtModuleImpl(Implementation):
     name = "ortmodule"
+    CAPABILITIES = frozenset({Capability.IO_ROUNDTRIP, Capability.IO_SCHEMA, Capability.IO_THROUGH_MODULE,
+                              Capability.TRAINS, Capability.TRANSITIONS, Capability.RECOMPUTE,
+                              Capability.MEM_EFFICIENT_GRAD, Capability.CONVERGENCE, Capability.SKIP_CHECKS,
+                              Capability.BNB4})
 
     def unavailable_reason(self) -> str | None:
         try:
@@ -37,17 +41,6 @@ class OrtModuleImpl(Implementation):
         except RuntimeError as e:
             return str(e)
         return None
-
-    def capabilities(self) -> frozenset[str]:
-        caps = {Capability.IO_ROUNDTRIP, Capability.IO_SCHEMA, Capability.IO_THROUGH_MODULE,
-                Capability.GRAD_PARITY, Capability.TRANSITIONS, Capability.RECOMPUTE,
-                Capability.MEM_EFFICIENT_GRAD, Capability.CONVERGENCE, Capability.SKIP_CHECKS, Capability.BNB4}
-        if torch.cuda.is_available() and self.unavailable_reason() is None:
-            import onnxruntime
-
-            if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
-                caps.add(Capability.CUDA)
-        return frozenset(caps)
 
     def bnb4_block_sizes(self) -> tuple[int, ...]:
         """What bitsandbytes accepts (ORTModule's 4-bit layers are bitsandbytes')."""

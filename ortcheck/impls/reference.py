@@ -23,6 +23,10 @@ _MAPPED = ("fallback", "device", "memory_opt_level", "memory_opt_config", "mem_e
 
 class ReferenceImpl(ReferenceIO, Implementation):
     name = "reference"
+    CAPABILITIES = frozenset({Capability.IO_ROUNDTRIP, Capability.IO_SCHEMA, Capability.IO_THROUGH_MODULE,
+                              Capability.TRAINS, Capability.TRANSITIONS, Capability.RECOMPUTE,
+                              Capability.KEPT_TENSORS_VISIBLE, Capability.CONVERGENCE, Capability.BNB4,
+                              Capability.MEM_EFFICIENT_GRAD})
 
     def unavailable_reason(self) -> str | None:
         if importlib.util.find_spec("onnxruntime") is None:
@@ -30,15 +34,6 @@ class ReferenceImpl(ReferenceIO, Implementation):
         if importlib.util.find_spec("onnxruntime.training") is not None:
             return "reference targets the modern stack (onnxruntime without training); run it in the modern env"
         return None
-
-    def capabilities(self) -> frozenset[str]:
-        caps = {Capability.IO_ROUNDTRIP, Capability.IO_SCHEMA, Capability.IO_THROUGH_MODULE,
-                Capability.GRAD_PARITY, Capability.TRANSITIONS, Capability.RECOMPUTE,
-                Capability.KEPT_TENSORS_VISIBLE, Capability.CONVERGENCE, Capability.BNB4,
-                Capability.MEM_EFFICIENT_GRAD}
-        if torch.cuda.is_available():
-            caps.add(Capability.CUDA)
-        return frozenset(caps)
 
     def bnb4_block_sizes(self) -> tuple[int, ...]:
         """What onnxruntime's CPU ``MatMulBnb4`` kernel, which runs the 4-bit product, accepts."""

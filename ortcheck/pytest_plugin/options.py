@@ -17,8 +17,10 @@ MARKERS = ("gpu: needs a CUDA device (run with --device cuda)",
 
 def pytest_addoption(parser):
     group = parser.getgroup("ortcheck")
-    group.addoption("--impl", default="all",
-                    help=f"comma-separated implementations to check, or 'all' (default); valid: {', '.join(impls.names())}")
+    group.addoption("--impl", default="available",
+                    help="implementations to check: comma-separated names, 'available' (default: those that can run "
+                         "here), 'all' (the others skip saying why), '-NAME' leaving one out; valid names: "
+                         f"{', '.join(impls.names())}")
     group.addoption("--require-impl", action="append", default=[], metavar="NAME",
                     help="fail (instead of skipping) when this implementation is unavailable here")
     group.addoption("--device", default="cpu", help=f"device to run on; valid: {', '.join(DEVICES)}")
@@ -71,15 +73,15 @@ def command_line_options(config) -> Options:
 
 def _known(name: str) -> str:
     if name not in impls.names():
-        raise pytest.UsageError(f"unknown implementation {name!r}; valid: {', '.join(impls.names())}, all")
+        raise pytest.UsageError(f"unknown implementation {name!r}; valid: {', '.join(impls.names())}")
     return name
 
 
 def selected_impls(config) -> list[str]:
-    value = config.getoption("impl")
-    if value == "all":
-        return impls.names()
-    return [_known(name.strip()) for name in value.split(",") if name.strip()]
+    try:
+        return impls.select(config.getoption("impl"))
+    except ValueError as error:
+        raise pytest.UsageError(f"--impl: {error}") from None
 
 
 def pytest_collection_modifyitems(config, items):

@@ -20,7 +20,8 @@ Found = dict[str, tuple[Path, list[manifest.Finding]]]   # implementation -> (it
 def add_parser(commands) -> None:
     parser = commands.add_parser("findings", help="list every known finding, straight from the manifests")
     parser.add_argument("--impl", action="extend", type=_impl_names, default=None, metavar="NAME",
-                        help="only these implementations (repeatable or comma-separated; default: all)")
+                        help="only these implementations (repeatable; names, all, available, -NAME, comma-separated; "
+                             "default: all, and for --check those available here)")
     parser.add_argument("--format", default="md", choices=("md", "json"))
     from ortcheck.report import check  # imports the pytest plugin: only when the parser is built
 
@@ -28,12 +29,10 @@ def add_parser(commands) -> None:
 
 
 def _impl_names(value: str) -> list[str]:
-    names = [name.strip() for name in value.split(",") if name.strip()]
-    unknown = [name for name in names if name not in impls.names()]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown implementation {', '.join(map(repr, unknown)) or repr(value)}; "
-                                         f"valid: {', '.join(impls.names())}")
-    return names
+    try:
+        return impls.select(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def collect(names: list[str] | None = None) -> Found:

@@ -188,3 +188,24 @@ def test_cli_rejects_an_unknown_case(capsys):
     with pytest.raises(SystemExit):
         cli.main(["golden", "diff", "--case", "nope"])
     assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_every_golden_file_belongs_to_a_registered_implementation_and_a_case_it_can_run():
+    """The golden set follows the registry: a removed implementation or case leaves no orphan, and no
+    golden claims a case its implementation is n/a for."""
+    folders = {cases.get(name).golden_folder: cases.get(name) for name in cases.names()}
+    stray = []
+    for path in sorted(workflow.GOLDEN_ROOT.glob("*/*.json")):
+        impl_name, device, _ = path.stem.split("-")
+        case = folders.get(path.parent.name)
+        if case is None or impl_name not in impls.names() or device not in impls.DEVICES \
+                or case.lacking(type(impls.get(impl_name)).CAPABILITIES):
+            stray.append(str(path.relative_to(workflow.GOLDEN_ROOT)))
+    assert not stray, f"goldens of no registered implementation, case or device, or of an n/a case: {stray}"
+
+
+def test_cli_update_leaves_out_the_cases_an_implementation_lacks_a_capability_for(tmp_path, capsys):
+    assert cli.main(["golden", "update", "--case", "bloom_lm_recompute1", "--impl", "eager",
+                     "--golden-dir", str(tmp_path)]) == 0
+    assert "bloom_lm_recompute1: n/a: eager lacks capability recompute" in capsys.readouterr().out
+    assert not list(tmp_path.rglob("*.json"))

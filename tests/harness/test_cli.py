@@ -43,7 +43,7 @@ def test_run_fails_when_nothing_ran(python, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["run", "--impl", "nonesuch"], "invalid choice: 'nonesuch' (choose from 'eager', 'reference', 'ortmodule', 'bitsandbytes', 'all')"),
+    (["run", "--impl", "nonesuch"], "unknown implementation 'nonesuch'; valid: eager, reference, ortmodule, bitsandbytes, all, available, -NAME"),
     (["run", "--device", "tpu"], "invalid choice: 'tpu'"),
     (["run", "--bogus"], "unrecognized arguments: --bogus"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),

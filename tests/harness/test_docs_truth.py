@@ -88,3 +88,12 @@ def test_every_suite_is_listed_in_the_readme_and_docs_suites_and_says_its_proper
     silent = [name for name in sorted(on_disk)
               if not ast.get_docstring(ast.parse((REPO / "suites" / f"{name}.py").read_text()))]
     assert not silent, f"suites without a docstring stating their property: {silent}"
+
+
+def test_the_architecture_table_lists_exactly_the_implementations_that_ship():
+    from ortcheck import impls
+
+    shipped = [name for name in impls.names() if type(impls.get(name)).__module__.startswith("ortcheck.impls.")]
+    text = (REPO / "docs" / "architecture.md").read_text()
+    table = text[text.index("The implementations that ship"):].split("\n\n")[1]
+    assert re.findall(r"^\| `(\w+)` \|", table, re.M) == shipped

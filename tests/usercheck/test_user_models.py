@@ -16,7 +16,7 @@ from ortcheck.usercheck import check_model
 from ortcheck.usercheck.checks import CHECKS
 from tests.usercheck import models, tables
 
-pytestmark = pytest.mark.requires(Capability.GRAD_PARITY)
+pytestmark = pytest.mark.requires(Capability.TRAINS)
 
 MODELS = sorted(m.name for m in pkgutil.iter_modules(models.__path__))
 ALL = tuple(CHECKS)

@@ -15,7 +15,7 @@ from ortcheck.usercheck import check_model, zoo
 from ortcheck.usercheck.checks import CHECKS
 from tests.usercheck import tables
 
-pytestmark = [pytest.mark.requires(Capability.GRAD_PARITY),
+pytestmark = [pytest.mark.requires(Capability.TRAINS),
               pytest.mark.skipif(hf.unavailable_reason() is not None, reason=str(hf.unavailable_reason()))]
 
 _REAL_MODEL = "suites/test_real_models.py::test_tiny_architecture_trains_like_eager[ortmodule-{}]"

@@ -43,6 +43,10 @@ class Case:
         if self.ranks < 1:
             raise ValueError(f"case {self.name!r}: ranks must be at least 1, got {self.ranks}")
 
+    def lacking(self, capabilities: frozenset[str]) -> list[str]:
+        """What this case needs that an implementation with ``capabilities`` lacks (it is n/a there)."""
+        return [name for name in self.requires if name not in capabilities]
+
     @property
     def golden_folder(self) -> str:
         return self.golden_case or self.name
