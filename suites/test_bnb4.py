@@ -1,16 +1,16 @@
 """Property: 4-bit (QLoRA) layers train through the pipeline as they do in eager.
 
-Stacks mix frozen NF4/FP4 linears (odd widths, every block size the CPU kernel accepts, weights
-with zeros, outliers and constant blocks, with and without bias and LoRA adapters) with the other
-blocks; QLoRA models turn every Linear of a drawn stack 4-bit with adapters and freeze the rest
-(``ortcheck.strategies.qlora``). Eager is :class:`ortcheck.models.linear4bit.Linear4Bit`, whose
-backward is bitsandbytes': the input and the bias get gradients through the 4-bit product, the
-packed weight none.
-- Outputs, loss and every gradient (inputs, biases, adapters) pass the float64 oracle, and the
-  frozen weights have ``grad is None`` as in eager; also with the packed weights kept in buffers,
-  where a pipeline asks no gradient of them and the input's gradient must still be right.
-- Over AdamW steps (weight decay on) the loss curve passes the oracle and the packed weights and
-  absmax stay bit-identical.
+Checks: 4-bit (QLoRA) layers (`ortcheck.strategies.qlora`): stacks mixing frozen NF4/FP4 linears (odd
+widths, every block size the implementation computes with, weights with zeros, outliers and constant blocks,
+with/without bias and LoRA adapters) with the other blocks, and QLoRA models (every Linear 4-bit plus
+adapters, the rest frozen): outputs, loss and the gradients of inputs, biases and adapters pass the oracle,
+frozen weights get no gradient; also with the packed weights kept in buffers; over AdamW steps the loss
+curve follows eager and the packed weights and absmax stay bit-identical
+
+Eager is :class:`ortcheck.models.linear4bit.Linear4Bit`, whose backward is bitsandbytes': the input
+and the bias get gradients through the 4-bit product, the packed weight none (``grad is None``); with
+the packed weights kept in buffers a pipeline asks no gradient of them, and the input's must still be
+right. The AdamW steps run with weight decay on.
 """
 from __future__ import annotations
 

@@ -1,6 +1,11 @@
 """Property: training through an implementation follows eager PyTorch's loss curve, and stays on
 its golden curve.
 
+Checks: training cases (`mlp`, `bloom_lm`, `bloom_lm_recompute1/2`, `qlora`, `ddp`, `ddp_mem_efficient`,
+`dropout`; under autocast `bloom_lm_float16` with `GradScaler`, `bloom_lm_bfloat16`, `qlora_bfloat16`)
+follow eager PyTorch's loss, gradient-norm and learning-rate curves, with no fallback to eager; and stay on
+their golden curves
+
 Each case (``ortcheck.convergence.cases``) trains under eager, eager in float64 (plain and with
 operands nudged by one ulp) and the implementation, from identical weights and batches; the gate
 (``ortcheck.convergence.gate``) blocks on parity (the float64 oracle per step; dropout: agreement

@@ -1,5 +1,9 @@
 """Property: DistributedDataParallel over the wrapped module trains as eager does on one process.
 
+Checks: `DistributedDataParallel` over the wrapped module, 2 gloo ranks on CPU (spawned, time-bounded),
+`find_unused_parameters` both ways, `no_sync()` accumulation, both delivery modes: parameters after 3 SGD
+steps pass the oracle against single-process eager on the whole batches
+
 Two gloo ranks on CPU (``ortcheck.checks.ddp``), each on its half of every batch, with
 ``find_unused_parameters`` off and on (on: with a parameter forward never uses) and with
 ``no_sync()`` gradient accumulation over micro-batches, in both gradient delivery modes. After the steps, rank 0's parameters pass

@@ -1,5 +1,8 @@
 """Property: dropout with p > 0 is a dropout, and its gradient uses the forward's own mask.
 
+Checks: dropout with p > 0: every output is 0 or x/(1-p), the dropped fraction is binomially plausible, and
+the gradient uses the forward's own mask; identity in eval
+
 Masks come from each implementation's RNG (onnxruntime's differs from torch's), so per-element
 parity with eager is impossible for p > 0. What must hold everywhere: every output element is
 either 0 or x / (1 - p); the dropped fraction is binomially plausible; and the input gradient is

@@ -1,4 +1,13 @@
-"""Property: what users write inside ``forward`` trains through the implementation as in eager, over
+"""Property: what users write inside ``forward`` trains through the implementation as in eager.
+
+Checks: what users write inside `forward` (`ortcheck.models.forward_patterns`): a buffer updated under
+`no_grad` then used, a scale under `set_grad_enabled(False)`, `detach`, tied and frozen weights, Python
+branches and loops on `x.shape[0]`, a branch on `.item()`; over 3-4 calls at batch sizes that start at 2
+then exceed it, inputs changing sign at every call, with an SGD step after each: outputs, the input's and
+every parameter's gradient and the buffers pass the oracle at every call, and the rebuilds the transition
+contract (a re-export only where forward's Python decided otherwise on a size or a value)
+
+Property: what users write inside ``forward`` trains through the implementation as in eager, over
 calls at changing batch sizes with an SGD step after each: regions without gradients (``no_grad``,
 ``set_grad_enabled(False)``, ``detach``), tied and frozen weights, Python control flow on sizes and on
 values (``ortcheck.models.forward_patterns``). Outputs, the input's and every parameter's gradient and
@@ -6,7 +15,8 @@ the buffers are judged by the float64 oracle at every call (the reference and OR
 were silently wrong on a buffer updated under ``no_grad`` and on a branch on ``x.shape[0]``), and
 the pipeline's rebuilds by the transition contract: a new batch size re-exports only where the
 Python of forward decided otherwise on it (``ortcheck.stateful.size_reads``) or on a value
-(``control_values``)."""
+(``control_values``).
+"""
 import copy
 
 import pytest

@@ -1,5 +1,15 @@
 """Property: gradients reach PyTorch as they do in eager: hooks, accumulation, the autograd API.
 
+Checks: how gradients reach torch, in both delivery modes (default; `mem_efficient` where the implementation
+has it), on generated stacks: hooks on parameters (`register_hook`, `register_post_accumulate_grad_hook`)
+and on the wrapped module fire once per backward with eager's gradients; backward hooks on blocks inside
+fire as in eager or are refused by name; post-accumulate hooks follow eager's dependency order;
+micro-batches accumulate to eager's sum (`zero_grad` both ways, frozen parameters, a weight used twice);
+`torch.autograd.grad`, `retain_graph`, input-only gradients; `create_graph=True` gives eager's second
+derivative or an error naming it, with a cotangent that requires grad or a constant one; a WGAN-GP gradient
+penalty trains 3 SGD steps as eager or is refused so; the hooks also under `torch.autocast` float16 and
+bfloat16, in both modes
+
 Models are generated layer stacks on float features (``ortcheck.strategies.layer_stacks``); every
 value is judged by the float64 oracle against eager's runs. Every property runs in both delivery
 modes: ``default`` (gradients as autograd outputs) and ``mem_efficient`` (each parameter's gradient

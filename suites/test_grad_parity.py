@@ -1,5 +1,16 @@
 """Property: through the pipeline, forward outputs, loss and every gradient equal eager's.
 
+Checks: generated layer stacks and pre-LN transformer stacks (`ortcheck.strategies.layer_stacks`): outputs,
+loss, every parameter and input gradient, also at a second batch size, and the layer stacks again under
+`torch.autocast` in float16 and bfloat16 (eager's dtypes; values within the oracle's bound, its sampled
+rounding at autocast's precision: `ortcheck.checks.autocast`), held in float16 and bfloat16
+(`model.to(dtype)`, inputs too; the rounding sampled at the parameters' precision; `n/a` where eager's own
+kernels cannot train it) and trained 4 steps with `GradScaler` under float16 autocast, the loss scale
+jumping between one at which every gradient overflows (2**40) and one at which none can (2**10), so each
+skip is decided far from the threshold: the scales and skipped steps equal eager's, the parameters after
+each step pass the oracle (`ortcheck.checks.grad_scaler`); a small Bloom-style LM trains 20 SGD steps on
+eager's curve
+
 Stacks come from ``ortcheck.strategies.layer_stacks`` (``layer_stacks`` and the pre-LN
 ``transformer_stacks``; dropout p=0, so parity is exact up to float rounding); every value is judged by the float64 oracle (``ortcheck.checks.oracle``). Each
 stack is also run a second time at another batch size on the same wrapped module: dynamic axes

@@ -1,5 +1,11 @@
 """Property: unflatten(flatten(x)) is x — same container types, constants and tensor objects.
 
+Checks: `unflatten(flatten(x))` gives back the same container types, constants and tensor objects, per
+feature of what users pass to `forward` (`ortcheck.strategies.FEATURES`: core containers; Python scalars;
+enums (`Enum`, `IntEnum`, `StrEnum`); torch's own `torch.Size`, `dtype`, `device` and `torch.return_types`;
+int keys; dataclasses; `defaultdict`, `deque`, `UserDict` and dict/list/tuple subclasses; transformers'
+`BatchEncoding` and `ModelOutput`s), each feature's exemplar (every kind at once) before the draws
+
 Parametrized by feature (``ortcheck.strategies.FEATURES``): a core every pipeline should handle,
 then one family of extra leaves or containers each (Python scalars, enums, torch's own types, int
 keys, dataclasses, standard-library containers and subclasses, transformers' own), so a deviation

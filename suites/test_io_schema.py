@@ -1,4 +1,8 @@
-"""Property: schemas see structure, container types, constants, dtypes and ranks — not sizes."""
+"""Property: schemas see structure, container types, constants, dtypes and ranks — not sizes.
+
+Checks: schemas ignore tensor sizes; they change with each kind of change, one parameter per change and kind
+of node (`wrap_tensor`, `retype_dict_str`, `constant_int`, `dtype`, `rank`, ...)
+"""
 import collections
 
 import pytest

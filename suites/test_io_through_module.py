@@ -1,5 +1,9 @@
 """Property: nested positional and keyword inputs pass through a wrapped module as through eager.
 
+Checks: nested positional/keyword inputs and nested outputs pass through a wrapped module as through eager,
+gradients included, per feature as above; Python outputs computed from the input (`f"batch{x.shape[0]}"`,
+`x.shape[0]`, `x.shape`) follow it over batch sizes 2, 3, 2, 5, in train and eval
+
 The module returns its inputs' structure with every float tensor scaled by a parameter (so
 gradients flow to inputs and parameter), integer tensors shifted, bool tensors negated, and
 constants returned as they came. Wrapped and eager must agree on structure and constants; values

@@ -1,5 +1,21 @@
 """Property: a wrapped module keeps the torch.nn.Module semantics real models rely on, step after step.
 
+Checks: what `wrap(module)` must keep of `torch.nn.Module` semantics, step after step (subjects and actions
+in `ortcheck.models.semantics`; output, gradients and the whole state judged after every SGD step): buffers
+written in forward (BatchNorm statistics, a counter, an EMA; top level or nested) and eval outputs reading
+them; a new `nn.Parameter`, a replaced submodule, a submodule's attribute, `load_state_dict`,
+`requires_grad_` on a submodule, at drawn moments; forward (pre-)hooks on the top level or a submodule
+changing inputs or outputs or watching, added and removed between steps; custom `autograd.Function`s
+(changing non-tensor arguments, `save_for_backward`, `needs_input_grad`, `mark_non_differentiable`,
+`mark_dirty`); `deepcopy`, `pickle`, `torch.save` of the wrapped module and its `state_dict`
+(`weights_only`), before or after the first forward, then training on; the wrapped module inside a parent
+tree (any depth, registered before, between or after its siblings): the parent's `state_dict` has eager's
+keys and values, survives `torch.save`/`torch.load(weights_only=True)` and `load_state_dict` into a fresh
+parent built the same way, which trains on as eager's. Each under both re-check policies (`checked`, and
+`skip_checks` for an implementation with that fast path). A behaviour may be refused only with one of the
+implementation's declared refusal errors (`refusal_errors()`) naming it, and only where it first shows (its
+action or the first forward reaching it); failing after it trained once, or silent divergence, fails
+
 Every run trains the same subject (``ortcheck.models.semantics``) with SGD, and the user's actions
 happen to every run alike at the drawn moment (before the first forward or between steps), on the
 module the user holds: the object handed to ``wrap`` and its submodules. After each step the

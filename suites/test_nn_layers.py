@@ -1,6 +1,23 @@
 """Property: layer by layer, the torch.nn modules models are built from give eager's outputs,
 parameter gradients, input gradients and buffers through the pipeline.
 
+Checks: the `torch.nn` layer catalogue, OpInfo-style: every public layer class of the installed torch is in
+it or excluded with a reason (`ortcheck/strategies/nn_layers/coverage.py`, checked by
+`tests/strategies/test_nn_coverage.py`; 171 configurations on torch 2.13: Linear, Bilinear, Conv1d/2d/3d
+with explicit and `same` padding and transposes, padding modes, a depthwise-separable conv and a ResNet
+basic block, BatchNorm train and eval, LayerNorm, GroupNorm, InstanceNorm, RMSNorm, LocalResponseNorm,
+Embedding with padding_idx, scale_grad_by_freq and max_norm, EmbeddingBag, MultiheadAttention with masks and
+shared key/value, scaled_dot_product_attention, Transformer encoder/decoder layers, RNN/LSTM/GRU one- and
+bidirectional, pooling including uneven adaptive, upsampling (nearest, linear, bilinear with and without
+align_corners), PixelShuffle/Unshuffle, Unfold/Fold, the ten padding layers, channel dropout at p=0, 29
+activations, the 3-d layers, RNN/LSTM/GRU cells, LP pools, max unpooling,
+Identity/Flatten/Unflatten/ChannelShuffle, cosine similarity and pairwise distance, whole Transformer
+encoders and decoders, losses with ignore_index, label smoothing and probability targets, L1/SmoothL1/Huber,
+cosine-embedding, margin-ranking, triplet-margin (also with a distance), BCE, hinge, soft-margin, Gaussian
+and Poisson NLL, multi-margin, multilabel (soft-)margin, CTC, adaptive log-softmax and torch 2.13's
+LinearCrossEntropyLoss): drawn configurations and inputs; output, parameter and input gradients, and buffers
+and parameters after the step, pass the oracle
+
 An OpInfo for modules: the op catalogue (``test_op_grads``) checks functions on their own, but a
 user wraps ``nn.Conv2d`` or ``nn.LSTM``, whose parameters, buffers (BatchNorm's running statistics)
 and train/eval behaviour are the module's. Each layer has a hypothesis builder

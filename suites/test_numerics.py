@@ -1,5 +1,7 @@
 """Property: the pipeline's kernels are as accurate as eager's, judged against float64.
 
+Checks: kernels are as accurate as eager's on ill-conditioned inputs (LayerNorm of inputs with a large mean)
+
 Parity with eager at fixed tolerances is unfair where float32 itself loses information (e.g.
 LayerNorm of inputs with a large mean); being several times *less* accurate than eager is not.
 The float64 oracle (``ortcheck.checks.oracle``) measures both against the same computation in

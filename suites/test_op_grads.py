@@ -1,5 +1,11 @@
 """Property: op by op, outputs and the gradient of every differentiable input equal eager's.
 
+Checks: op by op (`ortcheck.strategies.ops`: 66 torch ops transformer training uses, float32 and float64, in
+shape classes `regular` (ranks 1-4, broadcasting), `empty` (a zero-size dim) and `scalar` (0-d)): outputs
+and the gradient of *every* differentiable input; and under `torch.autocast` float16 and bfloat16 every op
+autocast acts on on this device (found by running eager on a probe case: on the CPU the products, cross
+entropy, reflect and replicate padding), on the operands it recasts; n/a for the ops it leaves alone
+
 An OpInfo for pipelines: the catalogue (``ortcheck.strategies.ops``) holds the torch ops
 transformer training uses; hypothesis draws shapes, attributes and which inputs require grad. Each
 case runs as a one-op module through the implementation, then backward from seeded cotangents;

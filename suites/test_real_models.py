@@ -1,5 +1,20 @@
 """Property: tiny real transformer architectures train through the implementation as in eager.
 
+Checks: tiny randomly initialised Hugging Face architectures (`ortcheck.models.hf`, 22: GPT-2, Llama,
+Mistral, BERT, T5, OPT, Bloom, Falcon, Phi, Qwen2-MoE (eight experts beside a shared one, the router's
+load-balancing loss in the loss) with eager attention; with each family's default sdpa attention Llama,
+Mistral, Qwen2, Qwen3, Gemma (grouped-query heads), Mixtral (mixture of experts, its experts looped, and
+grouped as transformers' default: sorted tokens counted with `histc`, one `grouped_mm`, judged against
+float64 runs with the experts looped), GPT-NeoX (partial rotary), BART, RoBERTa, and on 8x8 images a ViT and
+a ResNet; no downloads; `use_cache=False`) take 3 SGD steps with `labels`, the last at a new batch size and
+length (first-step gradients and every loss pass the oracle), and 3 AdamW steps (first-step gradients, and
+the loss curve within the oracle's envelope); a causal LM with its cache on passes the cache through; a
+mixture of experts takes two SGD steps on 2 x 2-token batches that eager routes to other experts, or to
+another number of them, after the first (every loss and gradient pass the oracle). Needs the extra
+`ortcheck[models]` (transformers); skipped without it, naming the install command; GPT-2, Llama (sdpa), BERT
+and Mixtral also train under `torch.autocast` float16 and bfloat16, and held in float16 and bfloat16
+(`model.to(dtype)`)
+
 Each architecture of ``ortcheck.models.hf`` (22: decoders with and without grouped-query heads,
 mixtures of experts (Mixtral's experts looped and grouped, Qwen2-MoE), partial rotary,
 encoder-decoders, encoders, a ViT and a ResNet; random weights, no downloads) takes SGD steps on token

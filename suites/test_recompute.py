@@ -1,5 +1,12 @@
 """Property: recompute changes no number, applies what was asked, and saves what it claims.
 
+Checks: the memory optimizer, on generated pre-LN transformer stacks (with and without dropout; levels 1 and
+2 also under `torch.autocast` float16 and bfloat16), every level and configs drawn from the plans the
+implementation reports: outputs, loss and gradients bitwise equal to no recompute (level 0's distance from
+eager is `test_grad_parity`'s); plans ON exactly as configured and applied as often as asked; the tensors
+saved for backward shrink by exactly the report's claimed saving; transformer layer inputs stay stashed at
+levels 1/2; malformed config entries are refused by name; `bloom_lm` trains bit for bit as at level 0
+
 The memory optimizer trades stashed activations for recomputation in backward. For transformer
 stacks (``ortcheck.strategies.layer_stacks.transformer_stacks``, dropout on and off), every level,
 and configs drawn from the plans the implementation itself reports:

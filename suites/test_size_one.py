@@ -1,7 +1,15 @@
-"""Property: a batch of one, then larger batches, then one again, train through the implementation as
+"""Property: a batch of one, then larger batches, then one again, train through the implementation as in eager.
+
+Checks: a batch of one, then larger batches, then one again (`ortcheck.models.size_one`), train as in eager:
+a trace cannot tell an axis of size 1 from one that broadcasts, nor follow code branching on `size == 1`
+(transformers' llama and mixtral at batch 1); a pipeline re-exports where the axes of size 1 change (the
+contract permits it) or stays right
+
+Property: a batch of one, then larger batches, then one again, train through the implementation as
 in eager. A trace cannot tell an axis of size 1 from one that broadcasts, nor follow code that
 branches on ``size == 1`` (transformers' llama and mixtral do at batch 1): a pipeline must re-export
-where the axes of size 1 change (the transition contract permits it) or otherwise stay right."""
+where the axes of size 1 change (the transition contract permits it) or otherwise stay right.
+"""
 import copy
 
 import pytest

@@ -1,6 +1,13 @@
 """Property: across any sequence of user actions, a wrapped module computes what eager computes, and
 re-exports, rebuilds gradients and creates sessions exactly when the transition contract says.
 
+Checks: any sequence of up to 20 user actions (forwards at other sizes, under `torch.autocast` entered,
+switched between float16 and bfloat16 or left (a re-export permitted there) or with changed
+structure/bool/str/int values or a Python number (int or float) multiplied into the graph, under `no_grad`;
+requires_grad flips; frozen parameters; attributes set on the wrapper; train/eval; backward + SGD step;
+device moves on cuda): outputs, gradients and updated parameters after every action, and exports, gradient
+builds and sessions exactly as the transition contract predicts
+
 A hypothesis state machine draws sequences of up to 20 actions (forwards at the same or other
 sizes, with changed structure or bool/str/int values, under no_grad; requires_grad flips;
 frozen/unfrozen parameters; attributes set on the wrapper; train/eval; backward + SGD step;

@@ -75,19 +75,48 @@ def test_no_text_points_outside_the_repository_or_at_issue_numbers():
     assert not issues, f"issue numbers (say what it is about instead): {issues}"
 
 
-def test_every_suite_is_listed_in_the_readme_and_docs_suites_and_says_its_property():
-    """A new suite cannot land without its line in both lists and a docstring stating its property;
-    a removed one cannot stay listed."""
+SUITE_LISTS = {  # file -> the block generated in it, one line per suite
+    "README.md": lambda name, summary, checks: f"- `{name}`: {summary}",
+    "docs/suites.md": lambda name, summary, checks: f"| `suites/{name}.py` | {checks} |",
+}
+_HEADERS = {"README.md": "", "docs/suites.md": "| suite | property |\n|---|---|\n"}
+_BEGIN = "<!-- suites: generated from each suite's docstring by `python tests/harness/test_docs_truth.py` -->\n"
+_END = "<!-- /suites -->"
+
+
+def suite_declarations() -> list[tuple[str, str, str | None]]:
+    """(suite, property, checks) per suite: its docstring's first paragraph states the property, the
+    paragraph starting "Checks:" what it draws and judges. The suite is the one place both are written."""
     import ast
 
-    on_disk = {path.stem for path in (REPO / "suites").glob("test_*.py")}
-    table = set(re.findall(r"^\| `suites/(test_\w+)\.py` \|", (REPO / "docs" / "suites.md").read_text(), re.M))
-    in_readme = set(re.findall(r"`(test_\w+)`", README)) & (on_disk | table)
-    assert table == on_disk, f"docs/suites.md: missing {sorted(on_disk - table)}, stale {sorted(table - on_disk)}"
-    assert in_readme == on_disk, f"README: missing {sorted(on_disk - in_readme)}"
-    silent = [name for name in sorted(on_disk)
-              if not ast.get_docstring(ast.parse((REPO / "suites" / f"{name}.py").read_text()))]
-    assert not silent, f"suites without a docstring stating their property: {silent}"
+    found = []
+    for path in sorted((REPO / "suites").glob("test_*.py")):
+        paragraphs = [" ".join(p.split()) for p in (ast.get_docstring(ast.parse(path.read_text())) or "").split("\n\n")]
+        checks = next((p.removeprefix("Checks: ") for p in paragraphs if p.startswith("Checks: ")), None)
+        found.append((path.stem, paragraphs[0].removeprefix("Property: ").replace("``", "`"), checks))
+    return found
+
+
+def with_suite_list(file: str) -> str:
+    """``file`` with its generated block rewritten from the suites' docstrings."""
+    text = (REPO / file).read_text()
+    before, _, rest = text.partition(_BEGIN)
+    _, _, after = rest.partition(_END)
+    lines = [SUITE_LISTS[file](*declared) for declared in suite_declarations()]
+    return before + _BEGIN + _HEADERS[file] + "\n".join(lines) + "\n" + _END + after
+
+
+def test_every_suite_states_its_property_and_what_it_checks():
+    """A new suite cannot land without both paragraphs; README and docs/suites.md list it from them."""
+    vague = [name for name, summary, checks in suite_declarations() if not summary or not checks]
+    assert not vague, f"suites whose docstring lacks a property line or a 'Checks:' paragraph: {vague}"
+
+
+@pytest.mark.parametrize("file", SUITE_LISTS)
+def test_the_suite_lists_are_generated_from_the_suites(file):
+    text = (REPO / file).read_text()
+    assert _BEGIN in text and _END in text, f"{file}: the generated suite list's markers are missing"
+    assert text == with_suite_list(file), f"{file} is stale: run python tests/harness/test_docs_truth.py"
 
 
 def test_the_architecture_table_lists_exactly_the_implementations_that_ship():
@@ -97,3 +126,8 @@ def test_the_architecture_table_lists_exactly_the_implementations_that_ship():
     text = (REPO / "docs" / "architecture.md").read_text()
     table = text[text.index("The implementations that ship"):].split("\n\n")[1]
     assert re.findall(r"^\| `(\w+)` \|", table, re.M) == shipped
+
+
+if __name__ == "__main__":
+    for name in SUITE_LISTS:
+        (REPO / name).write_text(with_suite_list(name))

@@ -1,0 +1,109 @@
+"""How many drawn examples each positive control survives before the test that must catch it fails.
+
+The profiles' example budgets (``ortcheck/profiles.py``) are set from these numbers: a budget is worth
+its time where it is a comfortable multiple of what the slowest-caught control needs. For every
+``caught_by`` declaration in ``controls/``, the test runs against its control with ``--no-shrink``
+(the first failing draw ends it) under the ``ci`` profile (derandomized: one number) and under ``dev``
+with random seeds, counting hypothesis' draws before the failing one. A control caught by an
+explicit example (or by a test that draws nothing) needs 0 draws.
+
+    python bench/examples_to_catch.py [--seeds 3] [--jobs 2] [-k SUBSTRING] [--json FILE]
+
+Prints per declaration: the draws needed under ci and under each seed, the test's own budget under
+ci (its ``costly``/``scaled`` fraction applied) and that budget over the worst count (the margin).
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # controls/ is not installed: it lives in the checkout only
+import controls  # noqa: E402
+
+# Counts the test function calls of hypothesis' engine (its draws; explicit examples do not go through it)
+# up to the first failing one, and prints the budget the drawing test runs under.
+_RUN = """
+import sys
+sys.path.insert(0, {repo!r})
+import controls, pytest
+from hypothesis.internal.conjecture import engine
+from hypothesis.internal.conjecture.data import Status
+
+controls.register()
+original, calls = engine.ConjectureRunner.test_function, []
+
+
+def counted(self, data):
+    if not calls:
+        print("max_examples=%d" % self.settings.max_examples)
+    result = original(self, data)
+    calls.append(data.status)
+    if data.status == Status.INTERESTING and calls.count(Status.INTERESTING) == 1:
+        print("draws_before_catch=%d" % (len(calls) - 1))
+    return result
+
+
+engine.ConjectureRunner.test_function = counted
+sys.exit(pytest.main(sys.argv[1:]))
+"""
+_DRAWS = re.compile(r"draws_before_catch=(\d+)")
+_BUDGET = re.compile(r"max_examples=(\d+)")
+
+
+def draws_needed(control: str, test: str, profile: str, seed: int | None) -> dict:
+    """One run: the passing draws before the first failing one (None: the test did not fail)."""
+    args = [str(REPO / test.partition("::")[0]) + "::" + test.partition("::")[2], "--rootdir", str(REPO), "--impl",
+            control, "--no-shrink", "-q", "-s", "-p", "no:cacheprovider", "--hypothesis-profile", profile, *controls.get(control).run_with]
+    if seed is not None:
+        args += ["--hypothesis-seed", str(seed)]
+    with tempfile.TemporaryDirectory() as fresh:  # no example database: nothing replayed from an earlier run
+        done = subprocess.run([sys.executable, "-c", _RUN.format(repo=str(REPO)), *args], cwd=fresh,
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    failed = done.returncode == 1
+    phase = _DRAWS.search(done.stdout)
+    budget = _BUDGET.search(done.stdout)
+    return {"draws": (int(phase.group(1)) if phase else 0) if failed else None,
+            "budget": int(budget.group(1)) if budget else 0}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3, help="dev-profile runs per declaration, each its own seed")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("-k", dest="keyword", default="", help="only declarations whose control or test contains this")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    chosen = [(c, t) for c, t in controls.catches() if args.keyword in c or args.keyword in t]
+    seeds = [random.randrange(2**32) for _ in range(args.seeds)]
+    runs = [(c, t, "ci", None) for c, t in chosen] + [(c, t, "dev", s) for c, t in chosen for s in seeds]
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        results = dict(zip(runs, pool.map(lambda run: draws_needed(*run), runs)))
+    rows = []
+    print(f"seeds {seeds}; draws before the catch (x: not caught)")
+    print(f"{'ci':>4} {'dev':>14} {'budget':>6} {'margin':>6}  control  test")
+    for control, test in chosen:
+        ci = results[(control, test, "ci", None)]["draws"]
+        dev = [results[(control, test, "dev", s)]["draws"] for s in seeds]
+        counts = [n for n in (ci, *dev) if n is not None]
+        worst = max(counts, default=None)
+        budget = results[(control, test, "ci", None)]["budget"]
+        margin = f"{budget / (worst + 1):.1f}" if worst is not None and budget else "-"
+        show = lambda n: "x" if n is None else str(n)  # noqa: E731
+        print(f"{show(ci):>4} {','.join(map(show, dev)):>14} {budget:>6} {margin:>6}  {control}  {test}")
+        rows.append({"control": control, "test": test, "ci": ci, "dev": dev, "seeds": seeds, "ci_budget": budget})
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0 if all(r["ci"] is not None and None not in r["dev"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
