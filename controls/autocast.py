@@ -31,7 +31,7 @@ class KeepsGraphAcrossAutocast(DuringForward):
     caught_by = ("suites/test_transitions.py::test_transitions[keeps_graph_across_autocast-autocast]",)
 
     def seam(self):
-        from reference.transitions.machine import AUTOCAST_KEYED
+        from reference.transitions.state_machine import AUTOCAST_KEYED
 
         return AUTOCAST_KEYED.overridden(False)
 

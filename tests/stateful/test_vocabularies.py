@@ -14,11 +14,11 @@ from ortcheck import impls
 from ortcheck.impls import Options
 from ortcheck.stateful import contract
 from reference import options as reference_options
-from reference.transitions import machine
+from reference.transitions import state_machine
 
 # Reasons only the reference gives, and why the contract predicts none of them.
-REFERENCE_ONLY = {machine.SIZES_CHANGED: "the contract's subject returns a tensor only: no graph of it is keyed by sizes",
-                  machine.LENGTH_CHANGED: "the contract's subject holds no recurrence: no graph of it unrolls one"}
+REFERENCE_ONLY = {state_machine.SIZES_CHANGED: "the contract's subject returns a tensor only: no graph of it is keyed by sizes",
+                  state_machine.LENGTH_CHANGED: "the contract's subject holds no recurrence: no graph of it unrolls one"}
 # A value other than the default for each memory option.
 CHANGED = {"memory_opt_level": 1, "memory_opt_config": ("Gelu+:1:-1",), "mem_efficient_grad": True}
 
@@ -29,10 +29,10 @@ def _reason_names(module) -> dict[str, str]:
 
 
 def test_the_contract_names_each_reason_as_the_reference_does():
-    contract_reasons, reference_reasons = _reason_names(contract), _reason_names(machine)
+    contract_reasons, reference_reasons = _reason_names(contract), _reason_names(state_machine)
     assert set(contract_reasons.values()) == set(contract.REASONS)  # every reason has its constant
     assert {name: reference_reasons.get(name) for name in contract_reasons} == contract_reasons
-    assert set(machine.REASONS) - set(contract.REASONS) == set(REFERENCE_ONLY)
+    assert set(state_machine.REASONS) - set(contract.REASONS) == set(REFERENCE_ONLY)
 
 
 def test_the_same_options_rebuild_the_gradient_graphs_alone():

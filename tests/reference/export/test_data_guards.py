@@ -6,7 +6,7 @@ import torch
 
 from reference import ReferenceModule
 from reference.export import data_guards
-from reference.transitions.machine import DATA_CHANGED, REUSED, SIZE_READ_CHANGED
+from reference.transitions.state_machine import DATA_CHANGED, REUSED, SIZE_READ_CHANGED
 
 EXPERTS, WIDTH = 4, 4
 

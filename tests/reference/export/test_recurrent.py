@@ -9,7 +9,7 @@ import torch
 from reference import Options
 from reference.export import ExportError
 from reference.module import ReferenceModule
-from reference.transitions.machine import LENGTH_CHANGED, REUSED
+from reference.transitions.state_machine import LENGTH_CHANGED, REUSED
 
 KINDS = {"rnn_tanh": (torch.nn.RNN, {}), "rnn_relu": (torch.nn.RNN, {"nonlinearity": "relu"}),
          "lstm": (torch.nn.LSTM, {}), "lstm_proj": (torch.nn.LSTM, {"proj_size": 2}), "gru": (torch.nn.GRU, {})}

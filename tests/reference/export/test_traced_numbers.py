@@ -6,7 +6,7 @@ import torch
 from reference import Options
 from reference.export import ExportError
 from reference.module import ReferenceModule
-from reference.transitions.machine import SIZES_CHANGED
+from reference.transitions.state_machine import SIZES_CHANGED
 
 
 class Returns(torch.nn.Module):

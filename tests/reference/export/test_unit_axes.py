@@ -8,7 +8,7 @@ import torch
 
 from reference import ReferenceModule
 from ortcheck.models.size_one import RowsLikePositions, ScalesASingleRow
-from reference.transitions.machine import REUSED, UNIT_AXES_CHANGED
+from reference.transitions.state_machine import REUSED, UNIT_AXES_CHANGED
 
 
 @pytest.mark.parametrize("module", [RowsLikePositions, ScalesASingleRow])

@@ -7,7 +7,7 @@ import torch
 
 from reference.nested_io import flatten
 from reference.transitions import REASONS, GraphState, Graphs, Transition, decide
-from reference.transitions.machine import (AUTOCAST_CHANGED, FIRST_FORWARD, MEMORY_OPTIONS_CHANGED, MODE_CHANGED, MODULE_CHANGED, REUSE, REUSED, LENGTH_CHANGED, DATA_CHANGED, SIZE_READ_CHANGED, SCHEMA_CHANGED, SIZES_CHANGED,
+from reference.transitions.state_machine import (AUTOCAST_CHANGED, FIRST_FORWARD, MEMORY_OPTIONS_CHANGED, MODE_CHANGED, MODULE_CHANGED, REUSE, REUSED, LENGTH_CHANGED, DATA_CHANGED, SIZE_READ_CHANGED, SCHEMA_CHANGED, SIZES_CHANGED,
                                            TRAINABLE_CHANGED, UNIT_AXES_CHANGED, unit_axes)
 
 

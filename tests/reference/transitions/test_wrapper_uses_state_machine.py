@@ -4,7 +4,7 @@ import copy
 import torch
 
 from reference.module import ReferenceModule
-from reference.transitions.machine import MODULE_CHANGED, REUSED
+from reference.transitions.state_machine import MODULE_CHANGED, REUSED
 
 
 class Scaled(torch.nn.Module):
