@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ortcheck import failures, manifest, profiles, timebound
+from ortcheck import profiles, timebound
+from ortcheck.findings import failures, manifest
 from ortcheck.pytest_plugin.manifests import NOT_AS_RECORDED, NOT_AS_RECORDED_PROPERTY, active_findings
 from ortcheck.report.collector import impl_of
 

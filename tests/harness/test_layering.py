@@ -266,9 +266,11 @@ def test_the_readme_points_to_the_layout_instead_of_copying_it():
     ("reference.runtime.staged", "reference.grads.stages"),           # the grads <-> runtime cycle
     ("ortcheck.checks.ddp", "ortcheck.impls"),                        # an oracle knowing the contract
     ("ortcheck.convergence.data_parallel", "ortcheck.pytest_plugin"),  # `ortcheck golden` loading the plugin
-    ("ortcheck.report.check", "ortcheck.pytest_plugin"),              # the report reading the plugin's constants
-    ("ortcheck.manifest", "ortcheck.pytest_plugin.manifests"),        # the product surface, upwards
-    ("ortcheck.conditions", "ortcheck.manifest"),
+    ("ortcheck.findings.prove", "ortcheck.pytest_plugin"),            # the findings check reading the plugin's constants
+    ("ortcheck.findings.manifest", "ortcheck.pytest_plugin.manifests"),  # the product surface, upwards
+    ("ortcheck.findings.conditions", "ortcheck.findings.manifest"),
+    ("ortcheck.findings.manifest", "ortcheck.findings.listing"),      # a low part of findings/ using a high one
+    ("ortcheck.findings", "ortcheck.findings.failures"),             # the package's __init__.py imports nothing
     ("ortcheck.models.hf", "ortcheck.nested"),                        # models/ stands alone
     ("ortcheck.machine", "ortcheck.profiles"),                        # so does each foundation
     ("bench.shrink_time", "suites.test_transitions"),                 # bench reaching into suites/
