@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import controls
-from ortcheck import watchdog
+from ortcheck.pytest_plugin import watchdog
 from ortcheck.strategies import FEATURES
 
 REPO = Path(__file__).resolve().parents[2]
