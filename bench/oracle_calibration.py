@@ -22,7 +22,8 @@ import sys
 
 import torch
 
-from ortcheck import impls, manifest
+from ortcheck import impls
+from ortcheck.findings import manifest
 from ortcheck.checks.oracle import FACTOR
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from ortcheck import golden_cli, impls, profiles
 from ortcheck.impls.base import DEVICES
 from ortcheck.history import command as history_command
-from ortcheck.report import findings, merge
+from ortcheck.findings import listing
+from ortcheck.report import merge
 from ortcheck.usercheck import command as check_command
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also keep the run in this history file (`ortcheck history events` says what changed)")
     check_command.add_parser(commands)
     golden_cli.add_parser(commands)
-    findings.add_parser(commands)
+    listing.add_parser(commands)
     merge.add_parser(commands)
     history_command.add_parser(commands)
     return parser
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "check":
         return check_command.run(args)
     if args.command == "findings":
-        return findings.run(args)
+        return listing.run(args)
     if args.command == "report":
         return merge.run(args)
     if args.command == "history":

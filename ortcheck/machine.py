@@ -2,7 +2,7 @@
 
 Kernels dispatch on the CPU: torch on its capability level (``ATEN_CPU_CAPABILITY`` can lower it),
 libraries such as bitsandbytes on the CPU's own feature flags (which no variable lowers). Manifest
-conditions (``ortcheck.manifest``) and golden fingerprints (``ortcheck.convergence.determinism``)
+conditions (``ortcheck.findings.manifest``) and golden fingerprints (``ortcheck.convergence.determinism``)
 read these facts here, so both name a machine the same way.
 """
 from __future__ import annotations

@@ -171,7 +171,7 @@ class Implementation(abc.ABC):
         return None
 
     def manifest_path(self) -> Path:
-        """Where this implementation's expected-failure manifest lives (TOML, see ortcheck.manifest)."""
+        """Where this implementation's expected-failure manifest lives (TOML, see ortcheck.findings.manifest)."""
         return Path(__file__).parent / "manifests" / f"{self.name}.toml"
 
     def __repr__(self) -> str:

@@ -5,11 +5,15 @@ registers each module below, so any project that installs ortcheck can run the s
 own pipeline with ``pytest --impl NAME``:
 
 - :mod:`~ortcheck.pytest_plugin.options`: command-line options, markers, the implementations selected;
-- :mod:`~ortcheck.pytest_plugin.process`: the state every test process starts from (seed, threads, heap, subnormals);
+- :mod:`~ortcheck.pytest_plugin.process`: the state every test process starts from (seed, threads, heap,
+  subnormals: helped by ``threadbudget``, ``heap`` and ``fpenv``);
 - :mod:`~ortcheck.pytest_plugin.fixtures`: ``impl``, ``device``, ``options`` (in both gradient delivery
   modes under the ``both_delivery_modes`` marker) and what skips as n/a;
 - :mod:`~ortcheck.pytest_plugin.manifests`: expected failures from the manifests, strict and as recorded;
-- :mod:`~ortcheck.pytest_plugin.crashes`: time bounds, crashed workers, tests that never reported.
+- :mod:`~ortcheck.pytest_plugin.crashes`: time bounds (``timebound``, kept from outside the process by
+  ``watchdog``), crashed workers, tests that never reported.
+
+The helper modules beside the jobs are no plugins: the jobs register what they need of them.
 """
 import pytest
 

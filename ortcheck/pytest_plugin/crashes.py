@@ -1,12 +1,14 @@
 """Hangs and crashes cost one property, never the run: every property that runs implementation code
-gets a time bound kept from outside the process (``ortcheck/timebound.py``); xdist replaces every
+gets a time bound kept from outside the process (``ortcheck/pytest_plugin/timebound.py``); xdist replaces every
 crashed worker, a crash the manifest expects is that expected failure, and a run in which a
 collected test never reported fails."""
 from __future__ import annotations
 
 import pytest
 
-from ortcheck import failures, manifest, profiles, timebound
+from ortcheck import profiles
+from ortcheck.findings import failures, manifest
+from ortcheck.pytest_plugin import timebound
 from ortcheck.pytest_plugin.manifests import NOT_AS_RECORDED, NOT_AS_RECORDED_PROPERTY, active_findings
 from ortcheck.report.collector import impl_of
 
@@ -27,7 +29,7 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Bound every test of an implementation (a hang may hold the GIL: ``ortcheck/watchdog.py``)."""
+    """Bound every test of an implementation (a hang may hold the GIL: ``ortcheck/pytest_plugin/watchdog.py``)."""
     timeout = _impl_timeout(config)
     if not timeout:
         return

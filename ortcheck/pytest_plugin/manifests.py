@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ortcheck import failures, impls, manifest, profiles
-from ortcheck.report.drafts import FindingDrafts
+from ortcheck import impls, profiles
+from ortcheck.findings import failures, manifest
+from ortcheck.findings.drafts import FindingDrafts
 
 FINDING_KEY = pytest.StashKey[manifest.Finding]()
 _UNMATCHED_KEY = pytest.StashKey[list]()

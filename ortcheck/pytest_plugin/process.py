@@ -10,9 +10,10 @@ import gc
 
 import pytest
 
-from ortcheck import seed, threadbudget
-from ortcheck.fpenv import SubnormalsOn
-from ortcheck.heap import FrozenHeap
+from ortcheck import seed
+from ortcheck.pytest_plugin import threadbudget
+from ortcheck.pytest_plugin.fpenv import SubnormalsOn
+from ortcheck.pytest_plugin.heap import FrozenHeap
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from ortcheck import failures, seed
+from ortcheck import seed
+from ortcheck.findings import failures
 
 _PARAMS = re.compile(r"\[(.*)\]$")
 # worst first: a property's cell shows the worst outcome among its parametrized items. "refused":

@@ -17,7 +17,8 @@ import collections
 
 import torch
 
-from ortcheck import impls, manifest
+from ortcheck import impls
+from ortcheck.findings import manifest
 from ortcheck.strategies import opinfo
 
 TEST = "suites/test_opinfo.py::test_opinfo_samples_train_like_eager[{impl}-{op}-{dtype}]"

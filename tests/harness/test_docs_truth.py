@@ -51,7 +51,7 @@ def test_the_calls_the_readme_quotes_have_the_signatures_it_shows():
 
 
 def test_the_manifest_example_in_docs_parses(tmp_path):
-    from ortcheck.manifest import load
+    from ortcheck.findings.manifest import load
 
     text = (REPO / "docs" / "plugin.md").read_text()
     example = re.search(r"```toml\n(.*?)```", text, re.S).group(1)

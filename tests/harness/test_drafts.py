@@ -1,9 +1,9 @@
-"""Pieces of --collect-findings (ortcheck/report/drafts.py); end to end in test_plugin.py."""
+"""Pieces of --collect-findings (ortcheck/findings/drafts.py); end to end in test_plugin.py."""
 import fnmatch
 
 import pytest
 
-from ortcheck.report.drafts import glob_of, shrunk_example
+from ortcheck.findings.drafts import glob_of, shrunk_example
 
 LONGREPR = """\
     def test(impl):

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from ortcheck.failures import FailurePattern, draft_match, first_line
+from ortcheck.findings.failures import FailurePattern, draft_match, first_line
 
 
 class ExportError(RuntimeError):

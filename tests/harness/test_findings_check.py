@@ -1,9 +1,9 @@
 """`ortcheck findings --check` counts every way an entry's examples can fail, a crashed worker included."""
 from types import SimpleNamespace
 
-from ortcheck import manifest
-from ortcheck.failures import FailurePattern
-from ortcheck.report.check import _Collector
+from ortcheck.findings import manifest
+from ortcheck.findings.failures import FailurePattern
+from ortcheck.findings.prove import _Collector
 
 NODE = "suites/test_nn_layers.py::test_layer_matches_eager[ortmodule-MaxPool1d]"
 

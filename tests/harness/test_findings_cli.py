@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from ortcheck import cli, impls, manifest
-from ortcheck.report import findings
+from ortcheck import cli, impls
+from ortcheck.findings import listing, manifest
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "ortcheck" / "impls" / "manifests"
@@ -20,7 +20,7 @@ def ortcheck(capsys, *args) -> str:
 
 def test_docs_findings_md_is_up_to_date(capsys):
     assert DOC.read_text() == ortcheck(capsys, "--format", "md"), (
-        f"docs/findings.md is stale: regenerate it with `{findings.COMMAND}` (from the repository root) and commit it")
+        f"docs/findings.md is stale: regenerate it with `{listing.COMMAND}` (from the repository root) and commit it")
 
 
 def test_json_lists_every_finding_of_every_manifest(capsys):
@@ -69,7 +69,7 @@ def test_an_unknown_implementation_is_an_error_naming_the_valid_ones(capsys, val
 
 def test_markdown_holds_each_reason_condition_and_reproduction(capsys):
     text = ortcheck(capsys)
-    assert text.startswith("# Known findings\n") and findings.COMMAND in text and "do not edit by hand" in text
+    assert text.startswith("# Known findings\n") and listing.COMMAND in text and "do not edit by hand" in text
     assert str(REPO) not in text
     for name in impls.names():
         path = impls.get(name).manifest_path()

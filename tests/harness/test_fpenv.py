@@ -4,7 +4,7 @@ import sys
 import pytest
 import torch
 
-from ortcheck.fpenv import SubnormalsOn, subnormals_flushed
+from ortcheck.pytest_plugin.fpenv import SubnormalsOn, subnormals_flushed
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import weakref
 
 import pytest
 
-from ortcheck.heap import FrozenHeap
+from ortcheck.pytest_plugin.heap import FrozenHeap
 
 
 class Node:

@@ -113,14 +113,22 @@ def read_graph(root: Path = REPO, table: dict | None = None) -> dict[str, dict[s
     return {name: {t: how for t, how in arrows(path, root, files).items() if t != name} for name, path in files.items()}
 
 
+def _split(entry: str, table: dict) -> bool:
+    """Whether the table lists modules of ``entry`` apart: then the entry places its __init__.py only."""
+    entries = [e for folder in table["folder"] for layer in folder.get("layer", []) for e in layer["modules"]]
+    return any(other != entry and _under(other, entry) for other in entries)
+
+
 def layer_of(module: str, table: dict) -> tuple[int, str, bool] | None:
-    """(rank from the bottom, the table's entry holding it, whether its layer stands alone), None where
-    the table doesn't place it. A folder's own name places only its __init__.py."""
+    """(rank from the bottom, the table's entry placing it, whether its layer stands alone), None where
+    the table doesn't place it. A folder's own name, and a package some of whose modules the table lists
+    apart, place only their __init__.py."""
     for folder in table["folder"]:
         layers = folder.get("layer", [])
         for rank, layer in enumerate(reversed(layers)):
             for entry in layer["modules"]:
-                if module == entry or (entry != folder["name"] and _under(module, entry)):
+                whole = entry != folder["name"] and not _split(entry, table)
+                if module == entry or (whole and _under(module, entry)):
                     return rank, entry, layer.get("alone", False)
     return None
 
@@ -152,7 +160,7 @@ def violations(graph: dict[str, dict[str, str] | set[str]], table: dict | None =
                     continue  # unplaced: test_every_module_has_a_layer
                 if target_placed[0] > placed[0]:
                     found.append(f"{arrow}: upwards, from layer {placed[1]} to {target_placed[1]}, which is above it")
-                elif placed[2] and not _under(target, placed[1]):
+                elif placed[2] and target_placed[1] != placed[1]:
                     found.append(f"{arrow}: {placed[1]} stands alone and uses nothing else of {top}/")
     return found
 
@@ -165,7 +173,7 @@ def render_layout(table: dict, files: dict[str, Path]) -> str:
         gates = "".join(f"; {name}/ only through {gate.split('.', 1)[1]}/" for name, gate in folder.get("gates", {}).items())
         rows.append((f"{folder['name']}/", f"{folder['what']} (uses {uses or 'nothing else'}{gates})"))
         for layer in folder.get("layer", []):
-            names = ", ".join(_shown(entry, folder["name"], files) for entry in layer["modules"])
+            names = ", ".join(_shown(entry, table, files) for entry in layer["modules"])
             alone = f"; {'each uses' if len(layer['modules']) > 1 else 'uses'} nothing else of {folder['name']}/"
             rows.append((f"  {names}", layer["what"] + (alone if layer.get("alone") else "")))
     width = max(len(left) for left, _ in rows if len(left) <= 36) + 2
@@ -177,11 +185,12 @@ def render_layout(table: dict, files: dict[str, Path]) -> str:
     return "```\n" + "\n".join(lines) + "\n```"
 
 
-def _shown(entry: str, folder: str, files: dict[str, Path]) -> str:
-    if entry == folder:
-        return "__init__.py"
-    last = entry.rsplit(".", 1)[1]
-    return f"{last}/" if entry in files and files[entry].name == "__init__.py" else f"{last}.py"
+def _shown(entry: str, table: dict, files: dict[str, Path]) -> str:
+    """The entry's path under its folder: a package with a slash, one placing its __init__.py only as that."""
+    path = "/".join(entry.split(".")[1:])
+    if "." not in entry or _split(entry, table):
+        return f"{path}/__init__.py".lstrip("/")
+    return f"{path}/" if entry in files and files[entry].name == "__init__.py" else f"{path}.py"
 
 
 def documented_layout(text: str) -> str:
@@ -248,7 +257,7 @@ def test_the_architecture_layout_is_the_table():
 def test_the_readme_points_to_the_layout_instead_of_copying_it():
     readme = (REPO / "README.md").read_text()
     assert "docs/architecture.md" in readme and "docs/layers.toml" in readme
-    packages = [_shown(entry, folder["name"], FILES) for folder in TABLE_DATA["folder"]
+    packages = [_shown(entry, TABLE_DATA, FILES) for folder in TABLE_DATA["folder"]
                 for layer in folder.get("layer", []) for entry in layer["modules"]]
     assert not [line for line in readme.splitlines() if line.startswith("  ") and line.split()[0] in packages]
 
@@ -257,9 +266,11 @@ def test_the_readme_points_to_the_layout_instead_of_copying_it():
     ("reference.runtime.staged", "reference.grads.stages"),           # the grads <-> runtime cycle
     ("ortcheck.checks.ddp", "ortcheck.impls"),                        # an oracle knowing the contract
     ("ortcheck.convergence.data_parallel", "ortcheck.pytest_plugin"),  # `ortcheck golden` loading the plugin
-    ("ortcheck.report.check", "ortcheck.pytest_plugin"),              # the report reading the plugin's constants
-    ("ortcheck.manifest", "ortcheck.pytest_plugin.manifests"),        # the product surface, upwards
-    ("ortcheck.conditions", "ortcheck.manifest"),
+    ("ortcheck.findings.prove", "ortcheck.pytest_plugin"),            # the findings check reading the plugin's constants
+    ("ortcheck.findings.manifest", "ortcheck.pytest_plugin.manifests"),  # the product surface, upwards
+    ("ortcheck.findings.conditions", "ortcheck.findings.manifest"),
+    ("ortcheck.findings.manifest", "ortcheck.findings.listing"),      # a low part of findings/ using a high one
+    ("ortcheck.findings", "ortcheck.findings.failures"),             # the package's __init__.py imports nothing
     ("ortcheck.models.hf", "ortcheck.nested"),                        # models/ stands alone
     ("ortcheck.machine", "ortcheck.profiles"),                        # so does each foundation
     ("bench.shrink_time", "suites.test_transitions"),                 # bench reaching into suites/
@@ -295,6 +306,23 @@ def test_the_checker_on_a_hand_built_graph():
         "reference.grads.g imports reference.module.wrapper: upwards, from layer reference.grads to reference.module, "
         "which is above it",
     ]
+
+
+def test_a_package_listed_in_parts_places_each_part_and_its_init_apart():
+    table = {"folder": [{"name": "ortcheck", "imports": [], "layer": [
+        {"modules": ["ortcheck.p.high"], "what": ""},
+        {"modules": ["ortcheck.mid"], "what": ""},
+        {"modules": ["ortcheck.p", "ortcheck.p.low"], "what": "", "alone": True}]}]}
+    assert [layer_of(name, table)[:2] for name in ("ortcheck.p.high", "ortcheck.p.low", "ortcheck.p")] == [
+        (2, "ortcheck.p.high"), (0, "ortcheck.p.low"), (0, "ortcheck.p")]
+    assert layer_of("ortcheck.p.unlisted", table) is None  # each part is listed, or has no layer
+    graph = {"ortcheck.p.high": {"ortcheck.mid"}, "ortcheck.mid": {"ortcheck.p.low"},
+             "ortcheck.p.low": {"ortcheck.p.high"}, "ortcheck.p": {"ortcheck.p.low"}}
+    assert violations(graph, table) == [
+        "ortcheck.p imports ortcheck.p.low: ortcheck.p stands alone and uses nothing else of ortcheck/",
+        "ortcheck.p.low imports ortcheck.p.high: upwards, from layer ortcheck.p.low to ortcheck.p.high, which is above it",
+    ]
+    assert [_shown(entry, table, {}) for entry in ("ortcheck.p", "ortcheck.p.low")] == ["p/__init__.py", "p/low.py"]
 
 
 # A scratch project with the real table: each arrow below goes the wrong way in one of the ways the

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ortcheck.machine import Machine
-from ortcheck.manifest import ManifestError, first_match, load
+from ortcheck.findings.manifest import ManifestError, first_match, load
 
 
 def _write(tmp_path, body):

@@ -23,7 +23,7 @@ def test_every_in_scope_op_has_exactly_one_status():
 
 
 def test_a_finding_counts_by_its_reasons_opening_words():
-    from ortcheck.manifest import Finding
+    from ortcheck.findings.manifest import Finding
 
     def kind(reason):
         return opinfo_coverage.kind(Finding("t", reason, "r", "s"))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import controls
-from ortcheck import watchdog
+from ortcheck.pytest_plugin import watchdog
 from ortcheck.strategies import FEATURES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -337,7 +337,7 @@ def test_crashes_beyond_the_worker_restarts_fail_the_run_naming_the_tests_never_
 
 def test_collect_findings_drafts_a_manifest_entry_per_unexpected_failure(python, project):
     """The draft is valid manifest TOML whose glob matches the failed test, with the shrunk example."""
-    from ortcheck import manifest
+    from ortcheck.findings import manifest
 
     nodeid = "suites/test_io_roundtrip.py::test_roundtrip[clones_tensors-core]"
     drafts = project.path / "drafts" / "findings.toml"

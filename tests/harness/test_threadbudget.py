@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from ortcheck import threadbudget
+from ortcheck.pytest_plugin import threadbudget
 
 
 @pytest.mark.parametrize("cores, workers, omp, expected", [

@@ -1,4 +1,4 @@
-"""The watchdog process alone, the hang it is for, and the draws it is told (ortcheck/watchdog.py, timebound.py)."""
+"""The watchdog process alone, the hang it is for, and the draws it is told (ortcheck/pytest_plugin/watchdog.py, timebound.py)."""
 import textwrap
 import threading
 import time
@@ -7,7 +7,7 @@ import types
 from hypothesis import given, strategies as st
 from hypothesis.internal.reflection import function_digest
 
-from ortcheck import timebound, watchdog
+from ortcheck.pytest_plugin import timebound, watchdog
 from controls.crashes import hold_the_gil
 
 
@@ -37,7 +37,7 @@ def test_the_deliberate_hang_holds_the_gil():
 WATCHED = """
     import sys, time
     from pathlib import Path
-    from ortcheck import watchdog
+    from ortcheck.pytest_plugin import watchdog
     from controls.crashes import hold_the_gil
 
     dog = watchdog.Watchdog(Path(sys.argv[1]), announce=False)

@@ -4,7 +4,7 @@ otherwise. ``findings`` rows: (a test id the implementation's manifest entry cov
 pattern, the models, the checks)."""
 import re
 
-from ortcheck import manifest
+from ortcheck.findings import manifest
 from ortcheck.usercheck.checks import CHECKS
 from ortcheck.usercheck.result import FAIL, NA, PASS
 

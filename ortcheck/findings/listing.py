@@ -1,6 +1,6 @@
 """``ortcheck findings``: every finding of the implementations' manifests, as Markdown or JSON.
 
-Read through :func:`ortcheck.manifest.load`, the loader the plugin uses, so the listing is what the
+Read through :func:`ortcheck.findings.manifest.load`, the loader the plugin uses, so the listing is what the
 runs expect to fail. ``docs/findings.md`` is this command's Markdown output
 (``tests/harness/test_findings_cli.py`` fails when it is stale).
 """
@@ -10,7 +10,8 @@ import argparse
 import json
 from pathlib import Path
 
-from ortcheck import impls, manifest
+from ortcheck import impls
+from ortcheck.findings import manifest
 
 COMMAND = "ortcheck findings --format md > docs/findings.md"
 _ROOT = Path(__file__).resolve().parents[2]
@@ -23,9 +24,9 @@ def add_parser(commands) -> None:
                         help="only these implementations (repeatable; names, all, available, -NAME, comma-separated; "
                              "default: all, and for --check those available here)")
     parser.add_argument("--format", default="md", choices=("md", "json"))
-    from ortcheck.report import check  # imports the pytest plugin: only when the parser is built
+    from ortcheck.findings import prove  # imports the pytest plugin: only when the parser is built
 
-    check.add_arguments(parser)
+    prove.add_arguments(parser)
 
 
 def _impl_names(value: str) -> list[str]:
@@ -78,9 +79,9 @@ def to_markdown(found: Found) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "check", False):
-        from ortcheck.report import check
+        from ortcheck.findings import prove
 
-        return check.run(args)
+        return prove.run(args)
     found = collect(args.impl)
     print(json.dumps(to_json(found), indent=2) if args.format == "json" else to_markdown(found))
     return 0

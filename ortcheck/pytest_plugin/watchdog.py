@@ -17,7 +17,7 @@ and when the test ends; at the bound the watchdog needs nothing more from it:
    handled elsewhere).
 
 Under xdist the controller then reports the crash as that property's failure with the record
-(``ortcheck.timebound``) and starts a new worker; without xdist the watchdog writes the record to
+(``ortcheck.pytest_plugin.timebound``) and starts a new worker; without xdist the watchdog writes the record to
 stderr and the run ends there.
 """
 from __future__ import annotations

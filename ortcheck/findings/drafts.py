@@ -15,7 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ortcheck.failures import FAILURE_PROPERTY, draft_match
+from ortcheck.findings.failures import FAILURE_PROPERTY, draft_match
 from ortcheck.report.collector import impl_of
 
 _GLOB_SPECIALS = {"[": "[[]", "*": "[*]", "?": "[?]"}

@@ -3,10 +3,10 @@
 An entry is ``[[finding]]`` with ``test`` (a glob over pytest node ids, or a list of them),
 ``reason`` (one line),
 ``reproduction`` (minimal code), what the failure looks like (``raises`` and/or ``match``,
-:mod:`ortcheck.failures`: a test failing otherwise is a FAIL, not this finding) and optionally ``examples``: known failing inputs, as Python
+:mod:`ortcheck.findings.failures`: a test failing otherwise is a FAIL, not this finding) and optionally ``examples``: known failing inputs, as Python
 expressions a suite evaluates and runs before drawing its own (``manifest_examples`` fixture), so
 the finding fails on every run whatever the seed, and ``when``: the machine or stack the finding
-holds on (``ortcheck.conditions``; elsewhere the entry is inactive and the test must pass),
+holds on (``ortcheck.findings.conditions``; elsewhere the entry is inactive and the test must pass),
 ``every_draw = true``: the property fails on every draw, so the entry needs no examples
 (``ortcheck findings --check`` runs its first draw), and ``factor``: for a numeric finding (an error
 beyond the oracle's bound), the error / bound its examples measured where it was recorded.
@@ -20,8 +20,8 @@ import fnmatch
 import tomllib
 from pathlib import Path
 
-from ortcheck.conditions import Condition
-from ortcheck.failures import FailurePattern
+from ortcheck.findings.conditions import Condition
+from ortcheck.findings.failures import FailurePattern
 from ortcheck.machine import Machine
 
 _FIELDS = {"test", "reason", "reproduction"}

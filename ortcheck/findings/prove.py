@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ortcheck import failures, impls, machine, manifest, profiles
+from ortcheck import impls, machine, profiles
+from ortcheck.findings import failures, manifest
 from ortcheck.report.collector import impl_of
 
 MARGIN = 4.0

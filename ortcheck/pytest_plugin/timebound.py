@@ -1,4 +1,4 @@
-"""Per-test time bounds, enforced by ``ortcheck.watchdog`` from outside the test process.
+"""Per-test time bounds, enforced by ``ortcheck.pytest_plugin.watchdog`` from outside the test process.
 
 The plugin gives every property that runs implementation code a bound (``--impl-timeout``). In the
 process that runs tests (an xdist worker, or pytest itself without xdist), :class:`BoundedTests`
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ortcheck import seed, watchdog
+from ortcheck import seed
+from ortcheck.pytest_plugin import watchdog
 
 _BOUND_KEY = pytest.StashKey[float]()
 RECORDS_KEY = "ortcheck_watchdog_records"
