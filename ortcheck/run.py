@@ -5,14 +5,65 @@ import argparse
 import dataclasses
 import datetime
 import platform
+from pathlib import Path
 
 import pytest
 
-from ortcheck import machine
+from ortcheck import impls, machine, profiles
+from ortcheck.impls.base import DEVICES
 from ortcheck.report import ConformanceMatrix, Outcome, ResultCollector
 from ortcheck.report.summary import write_summary
 
 DURATIONS = ".test_durations"  # pytest-split's recorded durations, at the repository root
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def add_parser(commands) -> None:
+    """``ortcheck run``'s options."""
+    parser = commands.add_parser("run", help="run the conformance suites and write the report")
+    parser.add_argument("--impl", default=impls.DEFAULT, type=impl_spec,
+                     help=f"implementations to check (default {impls.DEFAULT}): comma-separated names, all, available, "
+                          f"-NAME; valid names: {', '.join(impls.names())}")
+    parser.add_argument("--device", default="cpu", choices=DEVICES)
+    parser.add_argument("--profile", default=None, choices=profiles.PROFILES,
+                     help="hypothesis profile (default: ci on CI machines, else dev); nightly also runs the "
+                          "tests marked nightly")
+    parser.add_argument("--suites", type=Path, default=REPO_ROOT / "suites", help="folder of conformance suites")
+    parser.add_argument("--report-dir", type=Path, default=Path("report"))
+    parser.add_argument("-k", dest="keyword", default=None, help="only properties matching this pytest -k expression")
+    parser.add_argument("-m", dest="markers", default=None, help="only tests matching this pytest -m marker expression")
+    parser.add_argument("-n", dest="workers", default="auto",
+                     help="pytest-xdist worker processes (default auto; 0 runs in this process): a crash or a hang "
+                          "in an implementation then fails one property and the run and its report go on")
+    parser.add_argument("--seed", type=int, default=None,
+                     help="hypothesis seed (the dev and nightly profiles draw a random one, which the run prints)")
+    parser.add_argument("--impl-timeout", type=float, default=None, metavar="SECONDS",
+                     help="time bound per property that runs implementation code (default: 900 s per 100 examples)")
+    parser.add_argument("--shard", type=shard_spec, default=None, metavar="K/N",
+                     help="run only the K-th of N slices of the selected tests, balanced by the durations recorded "
+                          "in .test_durations (pytest-split); merge the reports with `ortcheck report merge`")
+    parser.add_argument("--collect-findings", type=Path, default=None, metavar="FILE",
+                     help="write a draft manifest entry for every unexpected failure into FILE (edit, then move "
+                          "it into the implementation's manifest)")
+    parser.add_argument("--history", type=Path, default=None, metavar="DB",
+                     help="also keep the run in this history file (`ortcheck history events` says what changed)")
+
+
+def impl_spec(text: str) -> str:
+    """An ``--impl`` value the plugin will accept (checked here, so a typo fails before pytest starts)."""
+    try:
+        impls.select(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def shard_spec(text: str) -> str:
+    """``K/N`` with 1 <= K <= N."""
+    k, slash, n = text.partition("/")
+    if not (slash and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise argparse.ArgumentTypeError(f"--shard wants K/N with 1 <= K <= N (e.g. 2/3), got {text!r}")
+    return f"{int(k)}/{int(n)}"
 
 
 def pytest_args(args: argparse.Namespace) -> list[str]:

@@ -2,7 +2,7 @@
 
 - ``at_end``: one autograd node runs the whole backward graph and returns every gradient when it
   has finished (the default).
-- ``as_produced``: the backward graph runs in stages (cut by ``reference.runtime.stages``), each
+- ``as_produced``: the backward graph runs in stages (cut by ``reference.runtime.cuts``), each
   ending where parameter gradients are complete; torch accumulates each stage's gradients, and
   fires their hooks, before the next stage runs (``Options(mem_efficient_grad=True)``).
 

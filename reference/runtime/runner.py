@@ -9,7 +9,7 @@ from onnx import TensorProto
 
 from reference.autodiff import GradientGraphs
 from reference.runtime.session import Session
-from reference.runtime.staged import StagedBackward
+from reference.runtime.staged_backward import StagedBackward
 
 
 _FLOAT_TYPES = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16}

@@ -208,7 +208,7 @@ def test_the_graph_was_read():
     assert "reference.module.wrapper" in GRAPH and "ortcheck.strategies.nested_io" in GRAPH and "suites.test_ddp" in GRAPH
     assert {"reference.nested_io", "reference.module.compiled"} <= set(GRAPH["reference.module.wrapper"])
     assert "reference.grads" in GRAPH["reference.module.compiled"]
-    assert "reference.runtime.stages" in GRAPH["reference.runtime.staged"]   # from-import of a module
+    assert "reference.runtime.cuts" in GRAPH["reference.runtime.staged_backward"]   # from-import of a module
     assert "ortcheck.impls.base" in GRAPH["ortcheck.convergence.runner"]
     assert GRAPH["ortcheck.impls"]["ortcheck.impls.eager"] == "string"       # the registry's "module:Class"
     assert GRAPH["ortcheck.impls"]["reference.module.wrapper"] == "string"   # the rank servers' preload
@@ -263,7 +263,7 @@ def test_the_readme_points_to_the_layout_instead_of_copying_it():
 
 
 @pytest.mark.parametrize("module, target", [
-    ("reference.runtime.staged", "reference.grads.stages"),           # the grads <-> runtime cycle
+    ("reference.runtime.staged_backward", "reference.grads.stages"),           # the grads <-> runtime cycle
     ("ortcheck.checks.ddp", "ortcheck.impls"),                        # an oracle knowing the contract
     ("ortcheck.convergence.data_parallel", "ortcheck.pytest_plugin"),  # `ortcheck golden` loading the plugin
     ("ortcheck.findings.prove", "ortcheck.pytest_plugin"),            # the findings check reading the plugin's constants

@@ -7,7 +7,7 @@ import torch
 
 from ortcheck.models.bloom import BloomConfig, build_bloom, causal_lm_loss, example_input_ids
 from reference import Options, ReferenceModule
-from reference.runtime.staged import StagedBackward
+from reference.runtime.staged_backward import StagedBackward
 
 CONFIG = BloomConfig(num_layers=2)
 

@@ -1,6 +1,6 @@
 """The backward graph cut into stages, one ending wherever parameter gradients become complete.
 
-Pure graph work, no sessions (``staged`` runs them); it lives in the runtime stage, below
+Pure graph work, no sessions (``staged_backward`` runs them); it lives in the runtime stage, below
 ``reference.grads``, which only consumes the stages. Run in order, the stages compute what the
 whole backward graph computes, but after each one the gradients it completed can go to torch and
 every value no later stage reads can be freed: the graph never holds all parameter gradients (nor

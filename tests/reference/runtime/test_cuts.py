@@ -3,7 +3,7 @@ frees, on hand-built graphs whose answer is known."""
 from onnx import TensorProto, helper
 
 from reference.export.reads import reads
-from reference.runtime.stages import plan
+from reference.runtime.cuts import plan
 
 
 def graph(nodes, inputs, outputs):

@@ -1,4 +1,4 @@
-"""The backward graph run stage by stage (``stages`` makes the cuts), one session per stage, over
+"""The backward graph run stage by stage (``cuts`` plans them), one session per stage, over
 a dict of live values, so gradients can leave after the stage that completes them."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from onnx import helper
 
 from reference.export.reads import reads
-from reference.runtime.stages import plan
+from reference.runtime.cuts import plan
 from reference.runtime.session import Session
 
 
