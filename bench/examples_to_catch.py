@@ -84,22 +84,21 @@ def main() -> int:
     args = parser.parse_args()
     chosen = [(c, t) for c, t in controls.catches() if args.keyword in c or args.keyword in t]
     seeds = [random.randrange(2**32) for _ in range(args.seeds)]
-    runs = [(c, t, "ci", None) for c, t in chosen] + [(c, t, "dev", s) for c, t in chosen for s in seeds]
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        results = dict(zip(runs, pool.map(lambda run: draws_needed(*run), runs)))
-    rows = []
     print(f"seeds {seeds}; draws before the catch (x: not caught)")
-    print(f"{'ci':>4} {'dev':>14} {'budget':>6} {'margin':>6}  control  test")
-    for control, test in chosen:
-        ci = results[(control, test, "ci", None)]["draws"]
-        dev = [results[(control, test, "dev", s)]["draws"] for s in seeds]
-        counts = [n for n in (ci, *dev) if n is not None]
-        worst = max(counts, default=None)
-        budget = results[(control, test, "ci", None)]["budget"]
-        margin = f"{budget / (worst + 1):.1f}" if worst is not None and budget else "-"
-        show = lambda n: "x" if n is None else str(n)  # noqa: E731
-        print(f"{show(ci):>4} {','.join(map(show, dev)):>14} {budget:>6} {margin:>6}  {control}  {test}")
-        rows.append({"control": control, "test": test, "ci": ci, "dev": dev, "seeds": seeds, "ci_budget": budget})
+    print(f"{'ci':>4} {'dev':>14} {'budget':>6} {'margin':>6}  control  test", flush=True)
+    rows = []
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for control, test in chosen:  # a row as soon as its runs are done
+            runs = [(control, test, "ci", None)] + [(control, test, "dev", seed) for seed in seeds]
+            ci, *dev = pool.map(lambda run: draws_needed(*run), runs)
+            counts = [r["draws"] for r in (ci, *dev) if r["draws"] is not None]
+            budget = ci["budget"]
+            margin = f"{budget / (max(counts) + 1):.1f}" if counts and budget else "-"
+            show = lambda n: "x" if n is None else str(n)  # noqa: E731
+            print(f"{show(ci['draws']):>4} {','.join(show(r['draws']) for r in dev):>14} {budget:>6} {margin:>6}  "
+                  f"{control}  {test}", flush=True)
+            rows.append({"control": control, "test": test, "ci": ci["draws"], "dev": [r["draws"] for r in dev],
+                         "seeds": seeds, "ci_budget": budget})
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0 if all(r["ci"] is not None and None not in r["dev"] for r in rows) else 1
