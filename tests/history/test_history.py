@@ -90,12 +90,17 @@ def test_processes_ingesting_into_one_file_at_once_lose_and_duplicate_nothing(tm
     folders = [str(report(tmp_path / f"r{k}", {f"suites/t.py::test_{k}": "pass"}, night=k + 1)) for k in range(12)]
     db = str(tmp_path / "h.sqlite")
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_ingest_all, args=(db, folders[k::2] + folders)) for k in range(4)]  # overlapping
+    # overlapping; daemons, so a worker stuck past the bound fails the test instead of hanging pytest's exit
+    workers = [context.Process(target=_ingest_all, args=(db, folders[k::2] + folders), daemon=True) for k in range(4)]
     for worker in workers:
         worker.start()
     for worker in workers:
-        worker.join(120)
-        assert worker.exitcode == 0
+        worker.join(300)
+    stuck = [k for k, worker in enumerate(workers) if worker.is_alive()]
+    for k in stuck:
+        workers[k].terminate()
+    assert not stuck and [worker.exitcode for worker in workers] == [0] * 4, \
+        f"workers stuck after 300 s: {stuck}; exit codes {[worker.exitcode for worker in workers]}"
     with opened(Path(db)) as connection:
         assert connection.execute("SELECT COUNT(*) FROM runs").fetchone() == (12,)
         assert connection.execute("SELECT COUNT(*) FROM verdicts").fetchone() == (12,)
