@@ -32,8 +32,9 @@ def run(args: argparse.Namespace) -> int:
     status = 0
     for name in args.case or cases.names():
         case = cases.get(name)
-        if case.lacking(impl.capabilities()):
-            print(f"{name}: n/a: {impl.name} lacks capability {', '.join(case.lacking(impl.capabilities()))}")
+        lacking = case.lacking(impl.capabilities())
+        if lacking:
+            print(f"{name}: n/a: {impl.name} lacks capability {', '.join(lacking)}")
             continue
         try:
             outcome = workflow.check(case, impl, Options(device=args.device), golden_root=args.golden_dir,
