@@ -6,7 +6,9 @@ entry's tests run with its examples alone (``--findings-check``: hypothesis draw
 marked ``every_draw`` runs its first draw) and must fail as recorded. A test that draws nothing
 runs whole, which is how a property without draws proves itself. Where the failure is numeric
 ("implementation error E > bound B") the factor E / B is printed, and below :data:`MARGIN` the entry
-fails the check: it would not hold on another machine.
+fails the check: it would not hold on another machine. The test command does the same within its own
+run (``--prove-findings``: expected failures run so, and the entries whose tests ran are judged at
+its end), so CI runs each finding's tests once.
 """
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ class Verdict:
         return None
 
 
-class _Collector:
+class Collector:
     """A pytest plugin gathering each test's outcome and first failure line (on the xdist controller)."""
 
     def __init__(self, findings: dict[str, list[manifest.Finding]]):
@@ -112,16 +114,16 @@ def run(args: argparse.Namespace) -> int:
     if not findings:
         print("ortcheck findings --check: no active finding of an implementation available here")
         return 0
-    collector = _Collector(findings)
+    collector = Collector(findings)
     pytest.main(["-q", "-p", "no:cacheprovider", "--findings-check", "--impl", ",".join(findings), "--device", device,
                  "--hypothesis-profile", profile, "-n", str(args.workers), str(SUITES)], plugins=[collector])
     return report(collector.verdicts.values(), device)
 
 
-def report(verdicts, device: str = "cpu") -> int:
-    """Print one line per entry; 1 when any entry fails the check."""
-    print(f"\nortcheck findings --check on {machine.describe(device)} (margin {MARGIN:g}x):")
-    failed = 0
+def report(verdicts, device: str = "cpu", write=print, ran_only: bool = False) -> int:
+    """Write one line per entry (``ran_only``: per entry whose tests ran here); 1 when any entry fails the check."""
+    write(f"\nortcheck findings --check on {machine.describe(device)} (margin {MARGIN:g}x):")
+    failed = not_run = 0
     for verdict in verdicts:
         finding, problem = verdict.finding, verdict.problem()
         factor = verdict.factor
@@ -129,9 +131,14 @@ def report(verdicts, device: str = "cpu") -> int:
             f" (recorded {finding.factor:g}x)" if finding.factor else " (no factor recorded)")
         if not any(status != "skip" for status in verdict.statuses.values()):
             state = "not run here"
+            not_run += 1
+            if ran_only:
+                continue
         else:
             state = "FAIL" if problem else "ok"
         failed += bool(problem)
-        print(f"{state:12} {finding.source}{measured}" + (f": {problem}" if problem else ""))
-    print(f"{failed} entr{'y' if failed == 1 else 'ies'} failed the check")
+        write(f"{state:12} {finding.source}{measured}" + (f": {problem}" if problem else ""))
+    if ran_only and not_run:
+        write(f"{not_run} entr{'y' if not_run == 1 else 'ies'} whose tests did not run here left out")
+    write(f"{failed} entr{'y' if failed == 1 else 'ies'} failed the check")
     return 1 if failed else 0

@@ -1,12 +1,13 @@
 """Expected failures: each implementation's manifest entries holding on this machine turn the tests
 they match into strict expected failures, which must fail as recorded (type, first line); a
-manifest's ``examples`` run first (``manifest_examples``); ``--findings-check`` runs only them."""
+manifest's ``examples`` run first (``manifest_examples``); ``--findings-check`` runs only them, and
+``--prove-findings`` runs them so within the whole run and judges the entries at its end."""
 from __future__ import annotations
 
 import pytest
 
 from ortcheck import impls, profiles
-from ortcheck.findings import failures, manifest
+from ortcheck.findings import failures, manifest, prove
 from ortcheck.findings.drafts import FindingDrafts
 
 FINDING_KEY = pytest.StashKey[manifest.Finding]()
@@ -19,6 +20,42 @@ NOT_AS_RECORDED_PROPERTY = "ortcheck_not_as_recorded"
 def pytest_configure(config):
     if config.getoption("collect_findings") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(FindingDrafts(config.getoption("collect_findings")), "ortcheck-finding-drafts")
+    if config.getoption("prove_findings") and not config.getoption("findings_check") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(InRunProof(config), "ortcheck-in-run-proof")
+
+
+def proving(config) -> bool:
+    """Whether expected failures run their entry's examples alone (``--findings-check``, ``--prove-findings``)."""
+    return config.getoption("findings_check") or config.getoption("prove_findings")
+
+
+class InRunProof:
+    """``--prove-findings`` where every report arrives (xdist's controller, or pytest alone): the entries
+    whose tests ran are judged as ``ortcheck findings --check`` judges them, and a failing one fails the run."""
+
+    def __init__(self, config):
+        self.config = config
+        self.collector: prove.Collector | None = None
+        self.lines: list[str] = []
+
+    def pytest_sessionstart(self, session):
+        """The active findings, once the options have chosen the implementations."""
+        findings = {name: active_findings(self.config, name)[0] for name in self.config.ortcheck_impls}
+        self.collector = prove.Collector({name: entries for name, entries in findings.items() if entries})
+
+    def pytest_runtest_logreport(self, report):
+        self.collector.pytest_runtest_logreport(report)
+
+    def pytest_sessionfinish(self, session):
+        failed = prove.report(self.collector.verdicts.values(), self.config.ortcheck_device, self.lines.append,
+                              ran_only=True)
+        if failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter):
+        terminalreporter.section("ortcheck: the findings whose tests ran, proving themselves")
+        for line in filter(None, self.lines):
+            terminalreporter.write_line(line)
 
 
 def active_findings(config, impl_name: str) -> tuple[list[manifest.Finding], list[manifest.Finding]]:
@@ -74,15 +111,15 @@ def pytest_runtest_call(item):
 
     A manifest entry already holds the minimal reproduction, and shrinking a failing sequence of
     exports costs minutes per run; the test must still fail (strict), just without the search.
-    Under ``--findings-check`` an expected failure runs its entry's examples alone (no draws) unless
-    the entry says its property fails on every draw: then its first draw is the proof.
+    Under ``--findings-check`` and ``--prove-findings`` an expected failure runs its entry's examples
+    alone (no draws) unless the entry says its property fails on every draw: then its first draw is the proof.
     """
     expected = item.get_closest_marker("xfail") is not None
     if not expected and not item.config.getoption("no_shrink"):
         yield
         return
     finding = item.stash.get(FINDING_KEY, None)
-    alone = expected and item.config.getoption("findings_check") and finding is not None and not finding.every_draw
+    alone = expected and proving(item.config) and finding is not None and not finding.every_draw
     test = getattr(item, "obj", None)
     test = getattr(test, "__func__", test)  # a method's @given function
     with profiles.examples_only(test) if alone else profiles.without_shrinking(test):

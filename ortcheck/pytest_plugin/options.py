@@ -41,6 +41,10 @@ def pytest_addoption(parser):
                     help="run only the tests the manifests expect to fail, each with its entry's examples alone "
                          "(hypothesis draws nothing, except for entries marked every_draw): what `ortcheck findings "
                          "--check` runs")
+    group.addoption("--prove-findings", action="store_true",
+                    help="run every test, each expected failure with its entry's examples alone as --findings-check "
+                         "does, and judge at the end every manifest entry whose tests ran as `ortcheck findings "
+                         "--check` does (fails as recorded, numeric ones by 4x), failing the run otherwise")
     group.addoption("--no-shrink", action="store_true",
                     help="report each property's first failing example as drawn: no shrink or explain phase (a "
                          "verdict in seconds where the minimal example costs minutes of re-exports; expected "

@@ -3,15 +3,15 @@ from types import SimpleNamespace
 
 from ortcheck.findings import manifest
 from ortcheck.findings.failures import FailurePattern
-from ortcheck.findings.prove import _Collector
+from ortcheck.findings.prove import Collector
 
 NODE = "suites/test_nn_layers.py::test_layer_matches_eager[ortmodule-MaxPool1d]"
 
 
-def _collector(raises: str) -> _Collector:
+def _collector(raises: str) -> Collector:
     finding = manifest.Finding(NODE.replace("[", "[[]"), "crashes", "x", "ortmodule.toml: finding #1",
                                examples=("(x,)",), failure=FailurePattern.parse({"raises": raises}))
-    return _Collector({"ortmodule": [finding]})
+    return Collector({"ortmodule": [finding]})
 
 
 def _crash_report(**extra):

@@ -234,6 +234,41 @@ def test_unexpected_pass_of_a_manifest_entry_fails_the_run(python, project):
     result.stdout.fnmatch_lines(["*XPASS(strict)*"])
 
 
+def test_prove_findings_judges_each_entry_whose_tests_ran_and_fails_the_run_for_one_proving_nothing(python, project):
+    """``--prove-findings`` (the test command's): each entry as ``ortcheck findings --check`` judges it.
+    The second entry's property draws and the entry lists no examples: xfailed in a plain run, it
+    proves nothing run alone, so the run fails though no test did; the entry matching nothing is left out."""
+    _manifest(project, "clones_tensors", """
+        [[finding]]
+        test = "suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]"
+        reason = "unflatten returns copies"
+        raises = "AssertionError"
+        reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
+
+        [[finding]]
+        test = "suites/test_io_roundtrip.py::test_roundtrip_deep_nesting*"
+        reason = "unflatten returns copies"
+        raises = "AssertionError"
+        reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
+
+        [[finding]]
+        test = "suites/test_io_schema.py::*"
+        reason = "not run here"
+        raises = "AssertionError"
+        reproduction = "none"
+    """)
+    tests = ("suites/test_io_roundtrip.py::test_roundtrip[clones_tensors-core]",
+             "suites/test_io_roundtrip.py::test_roundtrip_deep_nesting[clones_tensors]", "--impl", "clones_tensors")
+    plain = run(python, project, *tests)
+    plain.assert_outcomes(xfailed=2)
+    proved = run(python, project, *tests, "--prove-findings")
+    proved.assert_outcomes(xfailed=1, skipped=1)
+    assert proved.ret == pytest.ExitCode.TESTS_FAILED
+    proved.stdout.fnmatch_lines(["*the findings whose tests ran, proving themselves*",
+                                 "ok  * finding #1", "FAIL  * finding #2: it has no examples and its property draws*",
+                                 "1 entry whose tests did not run here left out", "1 entry failed the check"])
+
+
 def test_malformed_manifest_is_a_clear_error(python, project):
     _manifest(project, "clones_tensors", """
         [[finding]]
