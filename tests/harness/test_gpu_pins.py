@@ -19,6 +19,8 @@ import os
 import re
 import subprocess
 import sys
+import time
+import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -47,6 +49,8 @@ CUDA_VERSIONED = {"cuda-toolkit", "cuda-bindings", "nvidia-cuda-runtime", "nvidi
 # build of onnxruntime-training is on PyPI; its CUDA 11 libraries come from the nvidia-*-cu11 wheels it pins).
 KNOWN_SPLIT = {"ort119-gpu.txt": {"torch": 12, "onnxruntime-training": 11}}
 FILES = ["gpu.txt", "ort119-gpu.txt"]
+# pip's words for a request that failed on the network, not on the requirements
+NETWORK_ERROR = r"ConnectionError|Read timed out|Max retries exceeded|Connection reset|Temporary failure in name resolution"
 
 
 def cuda_major(name: str, version: str) -> int | None:
@@ -78,9 +82,31 @@ def resolve(file: str, tmp_path: Path) -> dict:
            "--use-feature=fast-deps", "--index-url", index, "--report", str(report), "--only-binary=:all:",
            "--python-version", PYTHON, "--implementation", "cp", "--target", str(tmp_path / "target"),
            *(arg for platform in PLATFORMS for arg in ("--platform", platform)), "-r", str(REQUIREMENTS / file)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_pip_env(), timeout=300)
+    for _ in range(3):  # pip retries each request; a resolution that still lost the network is tried again
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=_pip_env(), timeout=300)
+        if proc.returncode == 0 or not re.search(NETWORK_ERROR, proc.stderr):
+            break
     assert proc.returncode == 0, f"requirements/{file} does not resolve on {index}:\n{proc.stderr[-3000:]}"
     return json.loads(report.read_text())
+
+
+def _fetch(request: urllib.request.Request, attempts: int = 4) -> tuple[dict, bytes]:
+    """(headers, body) of ``request``, retried with backoff on a dropped connection, a timeout or a 5xx:
+    a network hiccup on one of the dozens of range requests says nothing about the requirements."""
+    def get():
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.headers, response.read()
+
+    for attempt in range(attempts - 1):
+        try:
+            return get()
+        except urllib.error.HTTPError as error:
+            if error.code < 500:
+                raise
+        except (urllib.error.URLError, TimeoutError, ConnectionError):
+            pass
+        time.sleep(2 ** attempt)
+    return get()
 
 
 class _HttpRange(io.RawIOBase):
@@ -88,8 +114,8 @@ class _HttpRange(io.RawIOBase):
 
     def __init__(self, url: str):
         self.url, self.pos = url, 0
-        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=60) as response:
-            self.size = int(response.headers["Content-Length"])
+        headers, _ = _fetch(urllib.request.Request(url, method="HEAD"))
+        self.size = int(headers["Content-Length"])
 
     def readable(self): return True
     def seekable(self): return True
@@ -104,8 +130,7 @@ class _HttpRange(io.RawIOBase):
         if end <= self.pos:
             return 0
         request = urllib.request.Request(self.url, headers={"Range": f"bytes={self.pos}-{end - 1}"})
-        with urllib.request.urlopen(request, timeout=60) as response:
-            data = response.read()
+        _, data = _fetch(request)
         buffer[:len(data)] = data
         self.pos += len(data)
         return len(data)
