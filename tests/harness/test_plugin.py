@@ -132,14 +132,19 @@ def _manifest(project, control, body):
     """))
 
 
-def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(python, project):
-    _manifest(project, "clones_tensors", """
+def _copies_entry(test: str) -> str:
+    """A manifest entry recording clones_tensors' failure on ``test`` (a glob)."""
+    return f"""
         [[finding]]
-        test = "suites/test_io_roundtrip.py::test_roundtrip*"
+        test = "{test}"
         reason = "unflatten returns copies"
         raises = "AssertionError"
         reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
+    """
 
+
+def test_manifest_entry_turns_a_known_failure_into_xfail_and_reports_unmatched(python, project):
+    _manifest(project, "clones_tensors", _copies_entry("suites/test_io_roundtrip.py::test_roundtrip*") + """
         [[finding]]
         test = "suites/test_io_roundtrip.py::test_no_such_property*"
         reason = "stale"
@@ -238,19 +243,8 @@ def test_prove_findings_judges_each_entry_whose_tests_ran_and_fails_the_run_for_
     """``--prove-findings`` (the test command's): each entry as ``ortcheck findings --check`` judges it.
     The second entry's property draws and the entry lists no examples: xfailed in a plain run, it
     proves nothing run alone, so the run fails though no test did; the entry matching nothing is left out."""
-    _manifest(project, "clones_tensors", """
-        [[finding]]
-        test = "suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]"
-        reason = "unflatten returns copies"
-        raises = "AssertionError"
-        reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
-
-        [[finding]]
-        test = "suites/test_io_roundtrip.py::test_roundtrip_deep_nesting*"
-        reason = "unflatten returns copies"
-        raises = "AssertionError"
-        reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
-
+    _manifest(project, "clones_tensors", _copies_entry("suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]")
+              + _copies_entry("suites/test_io_roundtrip.py::test_roundtrip_deep_nesting*") + """
         [[finding]]
         test = "suites/test_io_schema.py::*"
         reason = "not run here"
