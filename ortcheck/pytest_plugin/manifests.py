@@ -54,7 +54,7 @@ class InRunProof:
 
     def pytest_terminal_summary(self, terminalreporter):
         terminalreporter.section("ortcheck: the findings whose tests ran, proving themselves")
-        for line in filter(None, self.lines):
+        for line in self.lines:
             terminalreporter.write_line(line)
 
 
