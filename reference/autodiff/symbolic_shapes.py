@@ -23,6 +23,7 @@ import onnx
 from onnx import helper
 from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
+from reference.autodiff.model_cache import per_graph
 from reference.autodiff.fuse.graph import MICROSOFT, GraphFacts, attribute, copied
 from reference.export.detach import DOMAIN as STOP_GRADIENT_DOMAIN, OP as STOP_GRADIENT
 
@@ -34,6 +35,7 @@ def dims_of(value_type: onnx.TypeProto | None) -> list[int | str | None] | None:
     return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in value_type.tensor_type.shape.dim]
 
 
+@per_graph
 def inferred_types(model: onnx.ModelProto, auto_merge: bool) -> dict[str, onnx.TypeProto]:
     """Every value's type with symbolic dimensions; raises when the inference cannot finish."""
     with tempfile.TemporaryDirectory() as scratch, contextlib.chdir(scratch), _muted(_LOGGER):

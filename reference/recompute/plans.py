@@ -14,6 +14,7 @@ Cast of a smaller input: it stashes the input and recomputes only the Cast.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import onnx
 import sympy
@@ -52,9 +53,11 @@ class Plan:
     def key(self) -> tuple[str, int]:
         return self.name, self.strategy
 
-    @property
+    @functools.cached_property
     def saving(self) -> sympy.Expr:
-        return sympy.simplify(sum((o.saving for o in self.occurrences), sympy.Integer(0)))
+        """The occurrences' savings summed, expanded to one canonical polynomial (``simplify`` would
+        factor it for display, at ~40 ms a plan: a tenth of a recompute build; the bytes are the same)."""
+        return sympy.expand(sum((o.saving for o in self.occurrences), sympy.Integer(0)))
 
 
 def find_plans(facts: ForwardFacts, level: int, boundaries: set[str] | None = None) -> list[Plan]:

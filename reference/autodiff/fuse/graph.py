@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
+from reference.autodiff.model_cache import per_graph
 from reference.export.reads import reads
 
 MICROSOFT = "com.microsoft"
@@ -63,6 +64,7 @@ class GraphFacts:
         return tuple(d.dim_value if d.HasField("dim_value") else None for d in value_type.tensor_type.shape.dim)
 
 
+@per_graph
 def _inferred_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
     """ONNX shape inference, told the element type and rank of each value :func:`_told` knows and
     it does not (it knows no com.microsoft op, nor the rank of a reduction over run-time axes, and
