@@ -55,7 +55,7 @@ def _judge_shapes(impl, options, case, label: str) -> None:
 @pytest.mark.parametrize("op", opinfo.ids())
 def test_opinfo_samples_train_like_eager(impl, options, op, dtype):
     torch.manual_seed(0)
-    random = opinfo.draws_random(opinfo.in_scope()[op])
+    random = opinfo.draws_random(opinfo.lookup(op))
     wrong_values = []
     for index, case in enumerate(opinfo.cases(op, getattr(torch, dtype), _samples(), options.device)):
         label = f"{op} sample {index}"

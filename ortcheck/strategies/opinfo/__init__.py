@@ -12,6 +12,11 @@ own gradient tests do: they make gradients well defined (a hermitian input symme
 eigenvector's sign dropped), so a mismatch is the pipeline's, not the sample's. Outputs are
 flattened to a tuple of tensors, the shape ``check_case`` of ``suites/test_op_grads.py`` judges.
 
+Importing ``op_db`` takes ~6.5 s, and every process that collects the suites would pay it for the
+test ids alone (CLI runs, shards, the README's main job). The ids of each torch build the project
+tests on are checked in (``ids/torch-<version>.txt``, written by :func:`write_ids`), so collecting
+reads a file; ``op_db`` is imported when an OpInfo test runs. A build without a list imports it.
+
 ``op_db`` is private API (``torch.testing._internal``, needs ``expecttest``): it is imported on
 first use only, so nothing else of the harness depends on it, and what its import changes in the
 process is undone (:func:`_import_side_effects_undone`): it registers hypothesis profiles of its own
@@ -23,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+from pathlib import Path
 from typing import Any, Iterator
 
 import torch
@@ -80,10 +86,45 @@ def _import_side_effects_undone() -> Iterator[None]:
         torch._C.ScriptFunction.__call__, torch._C.ScriptMethod.__call__ = script_calls
 
 
+IDS = Path(__file__).with_name("ids")
+
+
+def ids_file(version: str | None = None) -> Path:
+    """Where the in-scope ids of torch ``version`` (default: this one) are checked in."""
+    return IDS / f"torch-{version or torch.__version__}.txt"
+
+
 def ids() -> list[str]:
-    """The in-scope op ids (an ImportError naming what to install where ``op_db`` cannot be imported)."""
+    """The in-scope op ids in ``op_db``'s order: this torch's checked-in list (less
+    :data:`EXCLUDED`, which may have grown since), else from ``op_db`` itself (an ImportError naming
+    what to install where it cannot be imported)."""
+    listed = ids_file()
+    if listed.is_file():
+        return [op for op in listed.read_text().split() if op not in EXCLUDED]
+    return list(_op_db_scope())
+
+
+def write_ids() -> Path:
+    """Check in this torch's in-scope ids (after a torch upgrade; ``tests/strategies`` says when)."""
+    IDS.mkdir(exist_ok=True)
+    path = ids_file()
+    path.write_text("".join(f"{op}\n" for op in _op_db_scope()))
+    return path
+
+
+def lookup(key: str):
+    """The OpInfo of in-scope id ``key`` (imports ``op_db``), naming a checked-in list that lists
+    an id this process's ``op_db`` does not have in scope."""
+    scope = _op_db_scope()
+    if key not in scope:
+        raise KeyError(f"OpInfo {key!r} is not in scope in this process's op_db; {ids_file()} lists it: "
+                       f"regenerate it (python -c 'from ortcheck.strategies import opinfo; opinfo.write_ids()')")
+    return scope[key]
+
+
+def _op_db_scope() -> dict[str, Any]:
     try:
-        return list(in_scope())
+        return in_scope()
     except ImportError as error:
         raise ImportError(f"the OpInfo suite needs torch's op_db, which imports expecttest "
                           f"(pip install expecttest; pinned in pyproject.toml's test extra): {error}") from error
@@ -165,11 +206,11 @@ def case(key: str, op, sample) -> OpInfoCase:
 def cases(key: str, dtype: torch.dtype = torch.float32, limit: int | None = None,
           device: str = "cpu") -> Iterator[OpInfoCase]:
     """The first ``limit`` samples of OpInfo ``key`` (``op_db`` seeds each sample itself)."""
-    op = in_scope()[key]
-    for index, sample in enumerate(op.sample_inputs(device, dtype, requires_grad=True)):
+    info = lookup(key)
+    for index, sample in enumerate(info.sample_inputs(device, dtype, requires_grad=True)):
         if limit is not None and index >= limit:
             return
-        yield case(key, op, sample)
+        yield case(key, info, sample)
 
 
 def _tensor_leaves(value: Any) -> list[torch.Tensor]:
@@ -179,5 +220,5 @@ def _tensor_leaves(value: Any) -> list[torch.Tensor]:
     return [t for _, child in pairs for t in _tensor_leaves(child)]
 
 
-__all__ = ["EXCLUDED", "ids", "OpInfoCase", "OpInfoModule", "SCOPE_DTYPES", "case", "cases", "draws_random", "in_scope",
+__all__ = ["EXCLUDED", "IDS", "ids", "ids_file", "lookup", "write_ids", "OpInfoCase", "OpInfoModule", "SCOPE_DTYPES", "case", "cases", "draws_random", "in_scope",
            "op_id"]
