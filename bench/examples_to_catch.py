@@ -98,7 +98,7 @@ def recorded_findings(impl: str, per_entry: int) -> list[tuple[str, str]]:
                              "--impl", impl, "suites"], cwd=REPO, capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)}).stdout.splitlines()
     ids = [line for line in listed if "::" in line]
-    return [(entry.source, test) for entry in entries for test in [t for t in ids if entry.matches(t)][:per_entry]]
+    return [(entry.source.rpartition("/")[2], test) for entry in entries for test in [t for t in ids if entry.matches(t)][:per_entry]]
 
 
 def main() -> int:
