@@ -34,5 +34,4 @@ def per_graph(function: Callable[..., T]) -> Callable[..., T]:
             remembered.popitem(last=False)
         return value
 
-    cached.cache_clear = remembered.clear
     return cached

@@ -23,8 +23,8 @@ import onnx
 from onnx import helper
 from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
 
-from reference.autodiff.model_cache import per_graph
 from reference.autodiff.fuse.graph import MICROSOFT, GraphFacts, attribute, copied
+from reference.autodiff.model_cache import per_graph
 from reference.export.detach import DOMAIN as STOP_GRADIENT_DOMAIN, OP as STOP_GRADIENT
 
 
