@@ -184,7 +184,8 @@ def test_a_conditional_finding_holds_only_where_its_condition_does(python, proje
     ('raises = "AssertionError"\nmatch = "^no such message"', {"failed": 1}),
 ])
 def test_an_expected_failure_counts_only_for_its_recorded_reason(python, project, tmp_path, pattern, outcomes):
-    """A test failing otherwise than its entry recorded is a FAIL in pytest's summary and the report."""
+    """A test failing otherwise than its entry recorded is a FAIL in pytest's summary and the report,
+    with pytest's long traceback (source lines); one failing as recorded carries Python's own (cheap)."""
     _manifest(project, "clones_tensors", f"""
         [[finding]]
         test = "suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]"
@@ -192,11 +193,18 @@ def test_an_expected_failure_counts_only_for_its_recorded_reason(python, project
         {pattern.replace(chr(10), chr(10) + "        ")}
         reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
     """)
-    from ortcheck.report.collector import ResultCollector
+    project.makeconftest(project.path.joinpath("conftest.py").read_text() + textwrap.dedent(f"""
+        def pytest_runtest_logreport(report):
+            if report.when == "call":
+                open({str(tmp_path / "traceback.txt")!r}, "w").write(report.longreprtext)
+    """))
 
     result = run(python, project, "suites/test_io_roundtrip.py::test_roundtrip[clones_tensors-core]", "--impl",
                  "clones_tensors", "-rfx")
     result.assert_outcomes(**outcomes)
+    traceback = (tmp_path / "traceback.txt").read_text()
+    native = traceback.startswith("Traceback (most recent call last):")
+    assert native == ("xfailed" in outcomes) and (native or "\nE   " in traceback), traceback[:300]
     if "failed" in outcomes:
         result.stdout.fnmatch_lines(["*failed, but not as recorded: AssertionError: *",
                                      "*recorded (*clones_tensors.toml: finding #1): raises *", "FAILED *test_roundtrip*"])

@@ -28,6 +28,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -207,10 +209,39 @@ def cases(key: str, dtype: torch.dtype = torch.float32, limit: int | None = None
           device: str = "cpu") -> Iterator[OpInfoCase]:
     """The first ``limit`` samples of OpInfo ``key`` (``op_db`` seeds each sample itself)."""
     info = lookup(key)
-    for index, sample in enumerate(info.sample_inputs(device, dtype, requires_grad=True)):
-        if limit is not None and index >= limit:
+    with _no_test_lookup():
+        samples = iter(info.sample_inputs(device, dtype, requires_grad=True))
+    for _ in itertools.count() if limit is None else range(limit):
+        with _no_test_lookup():
+            sample = next(samples, None)
+        if sample is None:
             return
         yield case(key, info, sample)
+
+
+_TEST_LOOKUP_MODULES = ("torch.testing._internal.common_utils", "torch.testing._internal.opinfo.core")
+
+
+@contextlib.contextmanager
+def _no_test_lookup() -> Iterator[None]:
+    """``op_db``'s sample iterators, at their start and at each sample, look for the unittest method
+    calling them (``extract_test_fn``: ``inspect.stack()``, every frame's source read; 12 ms a call
+    under pytest's stack, a fifth of an OpInfo test's time) to seed and tag the samples by its
+    name. A pytest function is no ``TestCase``: the search finds none, so it is skipped here, with
+    the samples it would give (torch's default seed)."""
+    modules = [module for module in map(sys.modules.get, _TEST_LOOKUP_MODULES) if hasattr(module, "extract_test_fn")]
+    found = [module.extract_test_fn for module in modules]
+    for module in modules:
+        module.extract_test_fn = _no_test
+    try:
+        yield
+    finally:
+        for module, function in zip(modules, found):
+            module.extract_test_fn = function
+
+
+def _no_test() -> None:
+    return None
 
 
 def _tensor_leaves(value: Any) -> list[torch.Tensor]:
