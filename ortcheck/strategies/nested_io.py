@@ -68,9 +68,25 @@ def nested_structures(leaf_kinds: Sequence[str] = LEAF_KINDS, container_kinds: S
                       max_depth: int = 6, max_size: int = 3, **tensor_kwargs) -> st.SearchStrategy:
     """Arbitrary nesting of ``container_kinds`` around ``leaf_kinds``, up to ``max_depth`` levels.
 
-    ``tensor_kwargs`` go to :func:`tensors` (``dtypes``, ``max_rank``, ``max_side``, ...).
+    ``tensor_kwargs`` go to :func:`tensors` (``dtypes``, ``max_rank``, ``max_side``, ...). The same
+    arguments give the same strategy object: suites call this inside a test, once per example, and
+    a new leaf strategy would build (and hypothesis validate) the whole tree of levels anew each
+    time, a third of an io suite's time.
     """
-    return _up_to(max_depth, leaves(leaf_kinds, **tensor_kwargs), tuple(container_kinds), max_size)
+    return _up_to(max_depth, _leaves_once(tuple(leaf_kinds), _hashable(tensor_kwargs)), tuple(container_kinds), max_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _leaves_once(kinds: tuple[str, ...], tensor_kwargs: tuple) -> st.SearchStrategy:
+    return leaves(kinds, **{name: value for name, value in tensor_kwargs})
+
+
+def _hashable(tensor_kwargs: dict) -> tuple:
+    """``tensor_kwargs`` as a cache key (sequences as tuples); a TypeError names an unhashable one."""
+    items = tuple(sorted((name, tuple(value) if isinstance(value, (list, tuple)) else value)
+                         for name, value in tensor_kwargs.items()))
+    hash(items)
+    return items
 
 
 @st.composite
@@ -120,6 +136,7 @@ def feature_exemplar(feature: str) -> list:
     return [tensor(), *(_CONTAINERS[k].wrap(tensor()) for k in own), *values]
 
 
+@functools.lru_cache(maxsize=None)
 def _feature_exemplars(feature: str) -> st.SearchStrategy:
     """Functions node -> node plus one value of a kind ``feature`` adds."""
     wraps = [st.just(kind.wrap) for kind in _CONTAINERS.values() if kind.feature == feature]

@@ -79,6 +79,15 @@ def test_configuration_restricts_kinds():
     only_ints_in_tuples()
 
 
+def test_the_same_arguments_give_the_same_strategy_object():
+    """Suites build their strategy inside the test, once per example: a new object each time would
+    be built and validated anew (the whole tree of levels), a third of an io suite's time."""
+    assert nested_structures() is nested_structures()
+    assert nested_structures(dtypes=[torch.float32], max_depth=3) is nested_structures(dtypes=(torch.float32,), max_depth=3)
+    assert nested_structures(dtypes=[torch.float32]) is not nested_structures(dtypes=[torch.float64])
+    assert nested_structures(leaf_kinds=["int"]) is not nested_structures()
+
+
 def test_unknown_kinds_are_rejected_with_the_valid_ones():
     with pytest.raises(ValueError, match="valid: tensor"):
         leaf_strategy(["complex"])
