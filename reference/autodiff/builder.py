@@ -1,7 +1,7 @@
 """The gradient builder: a plain reverse loop over the forward nodes, one registered rule per op."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import onnx
@@ -14,8 +14,10 @@ from reference.autodiff.forward import ForwardModel
 from reference.autodiff.fuse import fuse
 from reference.autodiff.fuse.graph import onnx_opset
 from reference.autodiff.grad_node import MIN_OPSET, GradNode, node_name
+from reference.autodiff.model_cache import per_graph
 from reference.autodiff.names import UniqueNames, graph_names
-from reference.autodiff.registry import rule_for
+from reference.autodiff.registry import generation, rule_for
+from reference.seams import any_overridden
 
 
 @dataclass(frozen=True)
@@ -32,8 +34,21 @@ class GradientGraphs:
 
 def build_gradient_graphs(model: onnx.ModelProto, requires_grad: Sequence[str]) -> GradientGraphs:
     """Split ``model`` into a forward graph that stashes what backward needs and a backward graph
-    producing the gradients of the ``requires_grad`` inputs."""
-    requires_grad = tuple(dict.fromkeys(requires_grad))
+    producing the gradients of the ``requires_grad`` inputs. Built once per (graph, inputs, rules
+    registered) while no fault is injected (:mod:`reference.autodiff.model_cache`); each caller gets
+    its own copy."""
+    return _built(model, tuple(dict.fromkeys(requires_grad)), generation())
+
+
+def _copied(graphs: GradientGraphs) -> GradientGraphs:
+    forward, backward = onnx.ModelProto(), onnx.ModelProto()
+    forward.CopyFrom(graphs.forward)
+    backward.CopyFrom(graphs.backward)
+    return replace(graphs, forward=forward, backward=backward, input_grads=dict(graphs.input_grads))
+
+
+@per_graph(copy=_copied, unless=any_overridden)
+def _built(model: onnx.ModelProto, requires_grad: tuple[str, ...], rules_generation: int) -> GradientGraphs:
     _check_arguments(model, requires_grad)
     names = UniqueNames(graph_names(model.graph))
     forward = ForwardModel(model, names)

@@ -51,6 +51,11 @@ def gradient_rule(op_type: str, domain: str = "", since: int = 1,
     return register
 
 
+def generation() -> int:
+    """Grows with every registration: what is built from the rules is remembered under it."""
+    return sum(map(len, _RULES.values())) + len(_NON_DIFFERENTIABLE)
+
+
 def non_differentiable(*op_types: str, domain: str = "") -> None:
     """Ops whose outputs carry no gradient (shapes, comparisons, integer maths, random draws)."""
     for op_type in op_types:
