@@ -82,11 +82,9 @@ def _leaves_once(kinds: tuple[str, ...], tensor_kwargs: tuple) -> st.SearchStrat
 
 
 def _hashable(tensor_kwargs: dict) -> tuple:
-    """``tensor_kwargs`` as a cache key (sequences as tuples); a TypeError names an unhashable one."""
-    items = tuple(sorted((name, tuple(value) if isinstance(value, (list, tuple)) else value)
-                         for name, value in tensor_kwargs.items()))
-    hash(items)
-    return items
+    """``tensor_kwargs`` as a cache key (sequences as tuples)."""
+    return tuple(sorted((name, tuple(value) if isinstance(value, (list, tuple)) else value)
+                        for name, value in tensor_kwargs.items()))
 
 
 @st.composite

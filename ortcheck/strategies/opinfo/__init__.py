@@ -32,6 +32,7 @@ import itertools
 import sys
 from pathlib import Path
 from typing import Any, Iterator
+from unittest import mock
 
 import torch
 
@@ -229,19 +230,11 @@ def _no_test_lookup() -> Iterator[None]:
     under pytest's stack, a fifth of an OpInfo test's time) to seed and tag the samples by its
     name. A pytest function is no ``TestCase``: the search finds none, so it is skipped here, with
     the samples it would give (torch's default seed)."""
-    modules = [module for module in map(sys.modules.get, _TEST_LOOKUP_MODULES) if hasattr(module, "extract_test_fn")]
-    found = [module.extract_test_fn for module in modules]
-    for module in modules:
-        module.extract_test_fn = _no_test
-    try:
+    with contextlib.ExitStack() as patches:
+        for module in map(sys.modules.get, _TEST_LOOKUP_MODULES):
+            if hasattr(module, "extract_test_fn"):
+                patches.enter_context(mock.patch.object(module, "extract_test_fn", lambda: None))
         yield
-    finally:
-        for module, function in zip(modules, found):
-            module.extract_test_fn = function
-
-
-def _no_test() -> None:
-    return None
 
 
 def _tensor_leaves(value: Any) -> list[torch.Tensor]:
