@@ -14,6 +14,15 @@ processes: a build that fails for want of resources (:func:`out_of_resources`) i
 every idle session of the device is dropped, so a full pool costs a rebuild, never a failure.
 ``REFERENCE_CUDA_SESSIONS`` sets the CUDA bound for a process (a job that knows how many processes
 share the GPU sizes it from the memory one provider holds: ``ortcheck.envsetup.gpu_plan``).
+
+Sessions are keyed by what they run (the serialized graph's digest and the options that differ), not by
+who holds them: graphs come back byte for byte (a recompute test wraps the model it just wrapped, its
+level-2 cell draws the graphs its level-1 cell drew; half the sessions of the recompute suite), and a
+session costs 0.3-0.9 s to build for a 1,300-node graph, mostly onnxruntime's memory planner. Sessions
+over the same bytes are one onnxruntime session (runs are thread-safe; a run's numbers depend on the
+graph and the inputs only). When no :class:`Session` holds a graph any more its session stays, idle,
+among at most ``IDLE_LIMITS[device]`` idle ones and ``IDLE_BYTES[device]`` bytes of their graphs; the
+oldest idle go first. On CUDA none stays idle: a provider holds handles and memory of the device.
 """
 from __future__ import annotations
 
@@ -31,6 +40,10 @@ import onnxruntime as ort
 # process ran 14 pytest workers on one H200 out of memory (CUBLAS failure 3, CUDA out of memory).
 DEFAULT_LIMITS = {"cpu": 1024, "cuda": 64}
 LIMIT_VARIABLES = {"cuda": "REFERENCE_CUDA_SESSIONS"}
+# Sessions no Session holds, kept for a graph that comes back: the recompute suite's graphs come back
+# after up to ~100 others (a whole test's), test graphs are ~0.1 MiB and a zoo model's a few MiB.
+IDLE_LIMITS = {"cpu": 256, "cuda": 0}
+IDLE_BYTES = {"cpu": 256 << 20, "cuda": 0}
 
 # How onnxruntime's providers report a device out of memory or handles at a session's build or
 # first run (onnxruntime-gpu 1.31.1 on an H200: "CUBLAS failure 3: CUBLAS_STATUS_ALLOC_FAILED ...
@@ -53,8 +66,11 @@ def limits_from_environment() -> dict[str, int]:
 
 LIMITS = limits_from_environment()
 
+# per device, least recently run first; a key is ``(content, ...)``, ``content`` what :func:`hold` was given
 _live: dict[str, collections.OrderedDict[Hashable, ort.InferenceSession]] = collections.defaultdict(collections.OrderedDict)
-_lock = threading.Lock()
+_holders: dict[str, collections.Counter[Hashable]] = collections.defaultdict(collections.Counter)
+_sizes: dict[Hashable, int] = {}  # content -> bytes of its graph, while it has a session or a holder
+_lock = threading.RLock()
 # per device: what frees memory a dropped session left cached (torch's allocator on CUDA); it may
 # return a line saying what the device has left, for the error when even that was not enough
 _after_drop: dict[str, Callable[[], str | None]] = {}
@@ -66,8 +82,14 @@ def limit(device: str) -> int:
 
 
 def live(device: str) -> int:
-    """How many onnxruntime sessions on ``device`` this process holds now."""
+    """How many onnxruntime sessions on ``device`` this process holds now (idle ones included)."""
     return len(_live[device])
+
+
+def idle(device: str) -> int:
+    """How many of them no :class:`reference.runtime.session.Session` holds."""
+    with _lock:
+        return len(_idle_keys(device))
 
 
 def out_of_resources(error: BaseException) -> bool:
@@ -97,6 +119,7 @@ def get(device: str, key: Hashable, create: Callable[[], ort.InferenceSession]) 
         sessions[key] = session
         while len(sessions) > LIMITS[device]:
             sessions.popitem(last=False)
+        _trim_idle(device)
     return session
 
 
@@ -127,14 +150,38 @@ def drop_idle(device: str) -> tuple[int, str | None]:
     return dropped, _after_drop[device]() if device in _after_drop else None
 
 
-def release(device: str, owner: int) -> None:
-    """Drop every session of ``owner`` (all keys ``(owner, ...)``)."""
+def hold(holder: object, device: str, content: Hashable, nbytes: int) -> None:
+    """``holder`` runs the graph ``content`` (``nbytes`` long) on ``device`` until it is collected;
+    then, if nothing else holds it, its sessions are idle."""
     with _lock:
-        sessions = _live[device]
-        for key in [key for key in sessions if key[0] == owner]:
-            del sessions[key]
+        _holders[device][content] += 1
+        _sizes[content] = nbytes
+    weakref.finalize(holder, _let_go, device, content)
 
 
-def release_with(obj: object, device: str, owner: int) -> None:
-    """Drop ``owner``'s sessions when ``obj`` is collected."""
-    weakref.finalize(obj, release, device, owner)
+def _let_go(device: str, content: Hashable) -> None:
+    with _lock:
+        _holders[device][content] -= 1
+        if _holders[device][content] <= 0:
+            del _holders[device][content]
+            _trim_idle(device)
+
+
+def _idle_keys(device: str) -> list[Hashable]:
+    """Keys of the sessions no holder runs, least recently run first."""
+    return [key for key in _live[device] if key[0] not in _holders[device]]
+
+
+def _trim_idle(device: str) -> None:
+    """Drop the oldest idle sessions beyond the device's idle count and bytes (the lock held)."""
+    keys = _idle_keys(device)
+    count, total = len(keys), sum(_sizes.get(key[0], 0) for key in keys)
+    for key in keys:
+        if count <= IDLE_LIMITS[device] and total <= IDLE_BYTES[device]:
+            break
+        _live[device].pop(key, None)  # a finalizer run by a collection in between may have dropped it
+        count, total = count - 1, total - _sizes.get(key[0], 0)
+    used = {key[0] for sessions in _live.values() for key in sessions}
+    used.update(content for holders in _holders.values() for content in holders)
+    for content in [content for content in _sizes if content not in used]:
+        del _sizes[content]

@@ -6,7 +6,7 @@ stream and numbers (:mod:`reference.runtime.cuda`).
 """
 from __future__ import annotations
 
-import itertools
+import hashlib
 from typing import Sequence
 
 import onnx
@@ -20,7 +20,6 @@ from reference.runtime.tensors import from_ort, to_ort
 
 _PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 pool.on_drop("cuda", cuda.free_cached)
-_owners = itertools.count()
 
 
 def session_options(arena: bool = True) -> ort.SessionOptions:
@@ -62,8 +61,9 @@ class Session:
         self._model = kernel_forms.for_device(model, device).SerializeToString()
         self._deterministic_model: bytes | None = None  # CUDA under torch's deterministic mode, made once asked
         self._arena = arena
-        self._owner = next(_owners)
-        pool.release_with(self, device, self._owner)
+        # what the pool shares a session by: the graph's bytes and the options that differ between sessions
+        self._content = (hashlib.sha256(self._model).digest(), arena)
+        pool.hold(self, device, self._content, len(self._model))
         session = self.inference_session  # built now: names and types, and errors at build time
         self.input_names = [value.name for value in session.get_inputs()]
         self.output_names = [value.name for value in session.get_outputs()]
@@ -79,12 +79,12 @@ class Session:
     def inference_session(self) -> ort.InferenceSession:
         """The live onnxruntime session; on CUDA one per compute stream and numerics flags in force."""
         if self.device.type == "cpu":
-            return pool.get("cpu", (self._owner,), self._create_cpu)
+            return pool.get("cpu", (self._content,), self._create_cpu)
         return self._cuda_session(cuda.compute_stream(torch.cuda.current_stream(self.device)))
 
     def _cuda_session(self, stream: torch.cuda.Stream) -> ort.InferenceSession:
         flags = cuda.TorchFlags.current(stream)
-        return pool.get("cuda", (self._owner, flags), lambda: self._create_cuda(flags))
+        return pool.get("cuda", (self._content, flags), lambda: self._create_cuda(flags))
 
     def _create_cpu(self) -> ort.InferenceSession:
         return ort.InferenceSession(self._model, session_options(self._arena), providers=["CPUExecutionProvider"],

@@ -9,9 +9,10 @@ from reference.runtime import Session, pool
 pytestmark = pytest.mark.gpu
 
 
-def matmul_model():
+def matmul_model(name: str = "matmul"):
+    """A MatMul graph; Sessions over one graph share a session, so a new ``name`` makes another."""
     value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, None)  # noqa: E731
-    graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "matmul", [value("a"), value("b")], [value("y")])
+    graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], name, [value("a"), value("b")], [value("y")])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)
 
 
@@ -37,7 +38,7 @@ def test_sessions_run_on_torchs_current_stream():
 
 
 def test_hundreds_of_sessions_stay_within_the_providers_bound():
-    sessions = [Session(matmul_model(), "cuda") for _ in range(pool.limit("cuda") + 44)]
+    sessions = [Session(matmul_model(f"matmul{i}"), "cuda") for i in range(pool.limit("cuda") + 44)]
     assert pool.live("cuda") <= pool.limit("cuda")
     a = torch.eye(4, device="cuda")
     for session in sessions[:3] + sessions[-3:]:

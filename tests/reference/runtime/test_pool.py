@@ -1,6 +1,8 @@
 """At most ``pool.limit(device)`` onnxruntime sessions live per process; the least recently run go
-first and come back when run again; a Session's own go with it."""
+first and come back when run again. Sessions over the same graph share one; one no Session holds
+stays idle, within the device's idle bounds, for the next Session over that graph."""
 import gc
+import itertools
 
 import pytest
 import torch
@@ -9,9 +11,14 @@ from onnx import TensorProto, helper
 from reference.runtime import Session, pool
 
 
-def identity_model(dtype=None):
+_names = itertools.count()
+
+
+def identity_model(name: str | None = None):
+    """An Identity graph; a new graph (its own bytes) at each call unless ``name`` is given."""
     value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, None)  # noqa: E731
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "identity", [value("x")], [value("y")])
+    name = f"identity{next(_names)}" if name is None else name
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], name, [value("x")], [value("y")])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)
 
 
@@ -19,10 +26,11 @@ def identity_model(dtype=None):
 def small_pool(monkeypatch):
     monkeypatch.setitem(pool.LIMITS, "cpu", 3)
     gc.collect()
+    pool.drop_idle("cpu")  # none left over from earlier tests
 
 
 def test_live_sessions_stay_within_the_limit_and_evicted_ones_still_run(small_pool):
-    sessions = [Session(identity_model(torch.float32)) for _ in range(8)]
+    sessions = [Session(identity_model()) for _ in range(8)]
     assert pool.live("cpu") <= 3
     x = torch.randn(5)
     for session in sessions:  # each run re-creates an evicted one
@@ -32,20 +40,74 @@ def test_live_sessions_stay_within_the_limit_and_evicted_ones_still_run(small_po
 
 
 def test_the_most_recently_run_session_is_kept(small_pool):
-    first, *others = [Session(identity_model(torch.float32)) for _ in range(3)]
+    first, *others = [Session(identity_model()) for _ in range(3)]
     kept = first.inference_session
     first.run([torch.ones(1)])
-    Session(identity_model(torch.float32))  # one over the limit: the least recently run goes
+    Session(identity_model())  # one over the limit: the least recently run goes
     assert first.inference_session is kept
 
 
-def test_a_sessions_onnxruntime_session_goes_with_it():
-    before = pool.live("cpu")
-    session = Session(identity_model(torch.float32))
-    assert pool.live("cpu") == before + 1
+def test_sessions_over_the_same_graph_share_one_and_other_options_do_not():
+    model = identity_model("shared")
+    first, second = Session(model), Session(identity_model("shared"))
+    assert first.inference_session is second.inference_session
+    assert Session(model, arena=False).inference_session is not first.inference_session
+    assert Session(identity_model("other")).inference_session is not first.inference_session
+    assert torch.equal(second.run([torch.ones(3)])[0], torch.ones(3))
+
+
+def test_a_session_no_session_holds_stays_idle_and_serves_the_next_over_its_graph(small_pool):
+    session = Session(identity_model("again"))
+    kept = session.inference_session
+    assert (pool.live("cpu"), pool.idle("cpu")) == (1, 0)
     del session
     gc.collect()
-    assert pool.live("cpu") == before
+    assert (pool.live("cpu"), pool.idle("cpu")) == (1, 1)
+    again = Session(identity_model("again"))
+    assert again.inference_session is kept and pool.idle("cpu") == 0
+
+
+@pytest.mark.parametrize("bound", ["count", "bytes"])
+def test_idle_sessions_beyond_the_bounds_go_least_recently_run_first(small_pool, monkeypatch, bound):
+    size = len(identity_model("x0").SerializeToString())
+    monkeypatch.setitem(pool.IDLE_LIMITS, "cpu", 2 if bound == "count" else 100)
+    monkeypatch.setitem(pool.IDLE_BYTES, "cpu", 10 * size if bound == "count" else 2 * size)
+    sessions = [Session(identity_model(f"x{i}")) for i in range(3)]
+    sessions[0].run([torch.ones(1)])  # the most recently run
+    kept = sessions[0].inference_session
+    del sessions
+    gc.collect()
+    assert (pool.live("cpu"), pool.idle("cpu")) == (2, 2)
+    assert Session(identity_model("x0")).inference_session is kept
+
+
+def test_a_held_session_is_never_dropped_as_idle(small_pool, monkeypatch):
+    monkeypatch.setitem(pool.IDLE_LIMITS, "cpu", 0)
+    held = [Session(identity_model()) for _ in range(3)]
+    assert (pool.live("cpu"), pool.idle("cpu")) == (3, 0)
+    held.pop()
+    gc.collect()
+    assert (pool.live("cpu"), pool.idle("cpu")) == (2, 0)
+
+
+def test_on_cuda_a_session_goes_with_the_last_session_over_its_graph():
+    """A CUDA provider holds handles and device memory: none is kept idle (the pool alone, no device)."""
+    class Holder:
+        pass
+
+    holders, content = [Holder(), Holder()], ("graph digest", True)
+    for index in range(2):  # (a loop variable would hold the last one)
+        pool.hold(holders[index], "cuda", content, 10)
+    created = []
+    session = pool.get("cuda", (content, "flags"), lambda: created.append(1) or object())
+    assert pool.get("cuda", (content, "flags"), lambda: created.append(1) or object()) is session and created == [1]
+    before = pool.live("cuda")
+    holders.pop()
+    gc.collect()
+    assert pool.live("cuda") == before
+    holders.pop()
+    gc.collect()
+    assert pool.live("cuda") == before - 1
 
 
 class OutOfHandles(RuntimeError):
