@@ -18,11 +18,12 @@ share the GPU sizes it from the memory one provider holds: ``ortcheck.envsetup.g
 Sessions are keyed by what they run (the serialized graph's digest and the options that differ), not by
 who holds them: graphs come back byte for byte (a recompute test wraps the model it just wrapped, its
 level-2 cell draws the graphs its level-1 cell drew; half the sessions of the recompute suite), and a
-session costs 0.3-0.9 s to build for a 1,300-node graph, mostly onnxruntime's memory planner. Sessions
+session costs 0.25-0.5 s to build for a 1,300-node graph (AMD EPYC), half of it onnxruntime's memory planner. Sessions
 over the same bytes are one onnxruntime session (runs are thread-safe; a run's numbers depend on the
 graph and the inputs only). When no :class:`Session` holds a graph any more its session stays, idle,
-among at most ``IDLE_LIMITS[device]`` idle ones and ``IDLE_BYTES[device]`` bytes of their graphs; the
-oldest idle go first. On CUDA none stays idle: a provider holds handles and memory of the device.
+among at most ``IDLE_LIMITS[device]`` idle ones (sized from the machine's memory) and ``IDLE_BYTES[device]``
+bytes of their graphs; the oldest idle go first. On CUDA none stays idle: a provider holds handles and
+memory of the device.
 """
 from __future__ import annotations
 
@@ -41,9 +42,13 @@ import onnxruntime as ort
 DEFAULT_LIMITS = {"cpu": 1024, "cuda": 64}
 LIMIT_VARIABLES = {"cuda": "REFERENCE_CUDA_SESSIONS"}
 # Sessions no Session holds, kept for a graph that comes back: the recompute suite's graphs come back
-# after up to ~100 others (a whole test's), test graphs are ~0.1 MiB and a zoo model's a few MiB.
-IDLE_LIMITS = {"cpu": 256, "cuda": 0}
-IDLE_BYTES = {"cpu": 256 << 20, "cuda": 0}
+# after up to ~100 others (a whole test's). An onnxruntime CPU session holds ~4 MiB even for a graph of
+# 0.25 MiB (measured, 1,300 nodes, never run), more with its weights: the idle ones may take 1/16 of
+# this process's share of the machine's memory (memory / cores: a test process per core), at most 128
+# sessions and 64 MiB of graphs. ``REFERENCE_IDLE_SESSIONS`` sets the count (0: none kept).
+IDLE_VARIABLE = "REFERENCE_IDLE_SESSIONS"
+SESSION_MEMORY = 4 << 20
+IDLE_BYTES = {"cpu": 64 << 20, "cuda": 0}
 
 # How onnxruntime's providers report a device out of memory or handles at a session's build or
 # first run (onnxruntime-gpu 1.31.1 on an H200: "CUBLAS failure 3: CUBLAS_STATUS_ALLOC_FAILED ...
@@ -64,7 +69,18 @@ def limits_from_environment() -> dict[str, int]:
     return limits
 
 
+def idle_limits_from_environment() -> dict[str, int]:
+    value = os.environ.get(IDLE_VARIABLE, "").strip()
+    if value:
+        if not value.isdigit():
+            raise ValueError(f"{IDLE_VARIABLE}={value!r}: expected a number of idle sessions, 0 or more")
+        return {"cpu": int(value), "cuda": 0}
+    share = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (os.cpu_count() or 1)
+    return {"cpu": min(128, share // 16 // SESSION_MEMORY), "cuda": 0}
+
+
 LIMITS = limits_from_environment()
+IDLE_LIMITS = idle_limits_from_environment()
 
 # per device, least recently run first; a key is ``(content, ...)``, ``content`` what :func:`hold` was given
 _live: dict[str, collections.OrderedDict[Hashable, ort.InferenceSession]] = collections.defaultdict(collections.OrderedDict)

@@ -190,3 +190,26 @@ def test_a_bad_cuda_bound_is_refused_naming_the_variable(monkeypatch, value):
     monkeypatch.setenv("REFERENCE_CUDA_SESSIONS", value)
     with pytest.raises(ValueError, match=f"REFERENCE_CUDA_SESSIONS={value!r}: expected a number of sessions"):
         pool.limits_from_environment()
+
+
+@pytest.mark.parametrize("value, idle", [("0", 0), (" 7 ", 7)])
+def test_the_idle_bound_comes_from_the_environment(monkeypatch, value, idle):
+    monkeypatch.setenv("REFERENCE_IDLE_SESSIONS", value)
+    assert pool.idle_limits_from_environment() == {"cpu": idle, "cuda": 0}
+
+
+def test_by_default_idle_sessions_take_a_sixteenth_of_a_cores_share_of_memory(monkeypatch):
+    monkeypatch.delenv("REFERENCE_IDLE_SESSIONS", raising=False)
+    monkeypatch.setattr(pool.os, "cpu_count", lambda: 64)
+    pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": (64 << 30) // 4096}  # 64 GiB, 64 cores: 1 GiB a core
+    monkeypatch.setattr(pool.os, "sysconf", pages.__getitem__)
+    assert pool.idle_limits_from_environment() == {"cpu": (1 << 30) // 16 // pool.SESSION_MEMORY, "cuda": 0}
+    pages["SC_PHYS_PAGES"] *= 64
+    assert pool.idle_limits_from_environment()["cpu"] == 128
+
+
+@pytest.mark.parametrize("value", ["-1", "some"])
+def test_a_bad_idle_bound_is_refused_naming_the_variable(monkeypatch, value):
+    monkeypatch.setenv("REFERENCE_IDLE_SESSIONS", value)
+    with pytest.raises(ValueError, match=f"REFERENCE_IDLE_SESSIONS={value!r}: expected a number of idle sessions"):
+        pool.idle_limits_from_environment()
