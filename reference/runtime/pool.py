@@ -42,8 +42,9 @@ import onnxruntime as ort
 DEFAULT_LIMITS = {"cpu": 1024, "cuda": 64}
 LIMIT_VARIABLES = {"cuda": "REFERENCE_CUDA_SESSIONS"}
 # Sessions no Session holds, kept for a graph that comes back: the recompute suite's graphs come back
-# after up to ~100 others (a whole test's). An onnxruntime CPU session holds ~4 MiB even for a graph of
-# 0.25 MiB (measured, 1,300 nodes, never run), more with its weights: the idle ones may take 1/16 of
+# after up to ~100 others (a whole test's): of the recompute and real-model suites' builds, 32 idle would
+# spare 5% of the time, 128 spare 41% (and more spare nothing). An onnxruntime CPU session holds ~4 MiB even for a graph of
+# 0.25 MiB (measured, 1,300 nodes, never run), more with its weights: the idle ones may take 1/8 of
 # this process's share of the machine's memory (memory / cores: a test process per core), at most 128
 # sessions and 64 MiB of graphs. ``REFERENCE_IDLE_SESSIONS`` sets the count (0: none kept).
 IDLE_VARIABLE = "REFERENCE_IDLE_SESSIONS"
@@ -76,7 +77,7 @@ def idle_limits_from_environment() -> dict[str, int]:
             raise ValueError(f"{IDLE_VARIABLE}={value!r}: expected a number of idle sessions, 0 or more")
         return {"cpu": int(value), "cuda": 0}
     share = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (os.cpu_count() or 1)
-    return {"cpu": min(128, share // 16 // SESSION_MEMORY), "cuda": 0}
+    return {"cpu": min(128, share // 8 // SESSION_MEMORY), "cuda": 0}
 
 
 LIMITS = limits_from_environment()

@@ -198,12 +198,12 @@ def test_the_idle_bound_comes_from_the_environment(monkeypatch, value, idle):
     assert pool.idle_limits_from_environment() == {"cpu": idle, "cuda": 0}
 
 
-def test_by_default_idle_sessions_take_a_sixteenth_of_a_cores_share_of_memory(monkeypatch):
+def test_by_default_idle_sessions_take_an_eighth_of_a_cores_share_of_memory(monkeypatch):
     monkeypatch.delenv("REFERENCE_IDLE_SESSIONS", raising=False)
     monkeypatch.setattr(pool.os, "cpu_count", lambda: 64)
     pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": (64 << 30) // 4096}  # 64 GiB, 64 cores: 1 GiB a core
     monkeypatch.setattr(pool.os, "sysconf", pages.__getitem__)
-    assert pool.idle_limits_from_environment() == {"cpu": (1 << 30) // 16 // pool.SESSION_MEMORY, "cuda": 0}
+    assert pool.idle_limits_from_environment() == {"cpu": (1 << 30) // 8 // pool.SESSION_MEMORY, "cuda": 0}
     pages["SC_PHYS_PAGES"] *= 64
     assert pool.idle_limits_from_environment()["cpu"] == 128
 
