@@ -78,8 +78,8 @@ class Session:
     @property
     def inference_session(self) -> ort.InferenceSession:
         """The live onnxruntime session; on CUDA one per compute stream and numerics flags in force."""
-        if self.device.type == "cpu":
-            return pool.get("cpu", (self._content,), self._create_cpu)
+        if self.device.type == "cpu":  # built on the thread budget in force (reference.runtime.threads)
+            return pool.get("cpu", (self._content, torch.get_num_threads()), self._create_cpu)
         return self._cuda_session(cuda.compute_stream(torch.cuda.current_stream(self.device)))
 
     def _cuda_session(self, stream: torch.cuda.Stream) -> ort.InferenceSession:

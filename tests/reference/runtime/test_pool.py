@@ -213,3 +213,15 @@ def test_a_bad_idle_bound_is_refused_naming_the_variable(monkeypatch, value):
     monkeypatch.setenv("REFERENCE_IDLE_SESSIONS", value)
     with pytest.raises(ValueError, match=f"REFERENCE_IDLE_SESSIONS={value!r}: expected a number of idle sessions"):
         pool.idle_limits_from_environment()
+
+
+def test_a_session_is_shared_only_under_the_thread_budget_it_was_built_on(monkeypatch):
+    """(The build under the other budget is faked: a real one would size onnxruntime's global pool for
+    the rest of the process.)"""
+    first = Session(identity_model("budget"))
+    shared, threads = first.inference_session, torch.get_num_threads()
+    monkeypatch.setattr(Session, "_create_cpu", lambda self: ("built under", torch.get_num_threads()))
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads + 1)
+    assert first.inference_session == ("built under", threads + 1)
+    monkeypatch.undo()
+    assert first.inference_session is shared and Session(identity_model("budget")).inference_session is shared
