@@ -18,12 +18,12 @@ share the GPU sizes it from the memory one provider holds: ``ortcheck.envsetup.g
 Sessions are keyed by what they run (the serialized graph's digest and the options that differ), not by
 who holds them: graphs come back byte for byte (a recompute test wraps the model it just wrapped, its
 level-2 cell draws the graphs its level-1 cell drew; half the sessions of the recompute suite), and a
-session costs 0.25-0.5 s to build for a 1,300-node graph (AMD EPYC), half of it onnxruntime's memory planner. Sessions
-over the same bytes are one onnxruntime session (runs are thread-safe; a run's numbers depend on the
-graph and the inputs only). When no :class:`Session` holds a graph any more its session stays, idle,
-among at most ``IDLE_LIMITS[device]`` idle ones (sized from the machine's memory) and ``IDLE_BYTES[device]``
-bytes of their graphs; the oldest idle go first. On CUDA none stays idle: a provider holds handles and
-memory of the device.
+session costs 0.25-0.5 s to build for a 1,300-node graph (AMD EPYC), half of it onnxruntime's memory
+planner. Sessions over the same bytes are one onnxruntime session (runs are thread-safe; a run's
+numbers depend on the graph and the inputs only). When no :class:`Session` holds a graph any more its
+session stays, idle, among at most ``IDLE_LIMITS[device]`` idle ones (sized from the machine's memory)
+and ``IDLE_BYTES[device]`` bytes of their graphs; the oldest idle go first. On CUDA none stays idle: a
+provider holds handles and memory of the device.
 """
 from __future__ import annotations
 
@@ -42,11 +42,12 @@ import onnxruntime as ort
 DEFAULT_LIMITS = {"cpu": 1024, "cuda": 64}
 LIMIT_VARIABLES = {"cuda": "REFERENCE_CUDA_SESSIONS"}
 # Sessions no Session holds, kept for a graph that comes back: the recompute suite's graphs come back
-# after up to ~100 others (a whole test's): of the recompute and real-model suites' builds, 32 idle would
-# spare 5% of the time, 128 spare 41% (and more spare nothing). An onnxruntime CPU session holds ~4 MiB even for a graph of
-# 0.25 MiB (measured, 1,300 nodes, never run), more with its weights: the idle ones may take 1/8 of
-# this process's share of the machine's memory (memory / cores: a test process per core), at most 128
-# sessions and 64 MiB of graphs. ``REFERENCE_IDLE_SESSIONS`` sets the count (0: none kept).
+# after up to ~100 others (a whole test's): of the recompute and real-model suites' builds, 32 idle
+# would spare 5% of the time, 128 spare 41% (and more spare nothing). An onnxruntime CPU session holds
+# ~4 MiB even for a graph of 0.25 MiB (measured, 1,300 nodes, never run), more with its weights: the
+# idle ones may take 1/8 of this process's share of the machine's memory (memory / cores: a test
+# process per core), at most 128 sessions and 64 MiB of graphs. ``REFERENCE_IDLE_SESSIONS`` sets the
+# count (0: none kept).
 IDLE_VARIABLE = "REFERENCE_IDLE_SESSIONS"
 SESSION_MEMORY = 4 << 20
 IDLE_BYTES = {"cpu": 64 << 20, "cuda": 0}
@@ -59,25 +60,32 @@ _RESOURCE_ERRORS = re.compile(r"CUBLAS failure 3\b|CUBLAS_STATUS_ALLOC_FAILED|CU
                               re.IGNORECASE)
 
 
+def _count_from_environment(variable: str, what: str, least: int) -> int | None:
+    """``variable``'s value, a count of ``what`` of at least ``least``; None where it is unset."""
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < least:
+        bound = "0 or more" if least == 0 else f"at least {least}"
+        raise ValueError(f"{variable}={value!r}: expected a number of {what}, {bound}")
+    return int(value)
+
+
 def limits_from_environment() -> dict[str, int]:
     limits = dict(DEFAULT_LIMITS)
     for device, variable in LIMIT_VARIABLES.items():
-        value = os.environ.get(variable, "").strip()
-        if value:
-            if not value.isdigit() or int(value) < 1:
-                raise ValueError(f"{variable}={value!r}: expected a number of sessions, at least 1")
-            limits[device] = int(value)
+        count = _count_from_environment(variable, "sessions", 1)
+        if count is not None:
+            limits[device] = count
     return limits
 
 
 def idle_limits_from_environment() -> dict[str, int]:
-    value = os.environ.get(IDLE_VARIABLE, "").strip()
-    if value:
-        if not value.isdigit():
-            raise ValueError(f"{IDLE_VARIABLE}={value!r}: expected a number of idle sessions, 0 or more")
-        return {"cpu": int(value), "cuda": 0}
-    share = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (os.cpu_count() or 1)
-    return {"cpu": min(128, share // 8 // SESSION_MEMORY), "cuda": 0}
+    count = _count_from_environment(IDLE_VARIABLE, "idle sessions", 0)
+    if count is None:
+        share = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (os.cpu_count() or 1)
+        count = min(128, share // 8 // SESSION_MEMORY)
+    return {"cpu": count, "cuda": 0}
 
 
 LIMITS = limits_from_environment()
