@@ -1,8 +1,11 @@
 """``opinfo.cases`` gives op_db's own first samples, in order and with the same values, without
 op_db's search of the stack for a unittest method (``inspect.stack()``: a fifth of an OpInfo test
-under pytest), and leaves that search in place for everyone else."""
+under pytest) or the stacks ``torch.manual_seed`` formats for accelerators that never start, and
+leaves both in place for everyone else."""
+import copy
 import inspect
 import sys
+import traceback
 
 import pytest
 import torch
@@ -42,3 +45,23 @@ def test_no_stack_is_searched_and_the_search_stays_for_others(monkeypatch):
     assert common_utils.extract_test_fn.__name__ == "extract_test_fn"
     _first("add", 3)  # the control: op_db's iteration searches (torch 2.13: at its start and per sample)
     assert searches, "op_db's samples no longer search the stack: opinfo._no_test_lookup can go"
+
+
+def test_no_stack_is_formatted_to_seed_accelerators_on_the_cpu(monkeypatch):
+    formatted = []
+    format_stack = traceback.format_stack
+    monkeypatch.setattr(traceback, "format_stack", lambda *args, **kwargs: formatted.append(1) or format_stack(*args, **kwargs))
+    list(opinfo.cases("add", torch.float32, 3))
+    assert formatted == []
+    if torch.cuda.is_initialized():
+        pytest.skip("CUDA has started: torch.manual_seed seeds it at once, formatting nothing")
+    torch.manual_seed(0)  # the control: torch queues the seed for CUDA with the caller's stack
+    assert formatted, "torch.manual_seed no longer formats a stack: opinfo._cpu_seeded can go"
+
+
+def test_a_deep_copy_of_a_case_is_the_case():
+    """The oracle's twins deep-copy the module calling a case; op_db's OpInfo must not be copied."""
+    case = next(opinfo.cases("add", torch.float32, 1))
+    module = case.module()
+    twin = copy.deepcopy(module)
+    assert twin is not module and twin.case is case

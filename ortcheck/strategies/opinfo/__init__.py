@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import functools
 import itertools
+import random
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -171,6 +172,12 @@ class OpInfoCase:
         return tuple(t.detach().to(device, copy=True).requires_grad_(t.requires_grad and t.is_floating_point())
                      for t in self.tensors)
 
+    def __deepcopy__(self, memo) -> "OpInfoCase":
+        """Itself: a case is constant data (its call reads the op and the template, never writes
+        them), and a deep copy of a module calling it (the oracle's float64 and nudged twins) would
+        otherwise copy op_db's whole ``OpInfo`` with it, a sixth of an eager OpInfo test."""
+        return self
+
     def call(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         first, args, kwargs = map_leaves(self.template, lambda v: inputs[v.index] if isinstance(v, _Slot) else v)
         out = self.op.gradcheck_wrapper(self.op.op, first, *args, **kwargs)
@@ -210,10 +217,10 @@ def cases(key: str, dtype: torch.dtype = torch.float32, limit: int | None = None
           device: str = "cpu") -> Iterator[OpInfoCase]:
     """The first ``limit`` samples of OpInfo ``key`` (``op_db`` seeds each sample itself)."""
     info = lookup(key)
-    with _no_test_lookup():
+    with _no_test_lookup(device):
         samples = iter(info.sample_inputs(device, dtype, requires_grad=True))
     for _ in itertools.count() if limit is None else range(limit):
-        with _no_test_lookup():
+        with _no_test_lookup(device):
             sample = next(samples, None)
         if sample is None:
             return
@@ -224,17 +231,37 @@ _TEST_LOOKUP_MODULES = ("torch.testing._internal.common_utils", "torch.testing._
 
 
 @contextlib.contextmanager
-def _no_test_lookup() -> Iterator[None]:
+def _no_test_lookup(device: str) -> Iterator[None]:
     """``op_db``'s sample iterators, at their start and at each sample, look for the unittest method
     calling them (``extract_test_fn``: ``inspect.stack()``, every frame's source read; 12 ms a call
     under pytest's stack, a fifth of an OpInfo test's time) to seed and tag the samples by its
     name. A pytest function is no ``TestCase``: the search finds none, so it is skipped here, with
-    the samples it would give (torch's default seed)."""
+    the samples it would give (torch's default seed).
+
+    Each sample is then seeded with ``torch.manual_seed``, which also queues the seed for CUDA, XPU
+    and MTIA until they start, each queued with the caller's formatted stack (a tenth of an eager
+    OpInfo test). Samples made on the CPU draw from the CPU's generator alone, so there only it
+    (and Python's and NumPy's, as op_db seeds them) is seeded."""
     with contextlib.ExitStack() as patches:
         for module in map(sys.modules.get, _TEST_LOOKUP_MODULES):
             if hasattr(module, "extract_test_fn"):
                 patches.enter_context(mock.patch.object(module, "extract_test_fn", lambda: None))
+        common_utils = sys.modules.get(_TEST_LOOKUP_MODULES[0])
+        if device == "cpu" and hasattr(common_utils, "set_rng_seed"):
+            patches.enter_context(mock.patch.object(common_utils, "set_rng_seed", _cpu_seeded(common_utils)))
         yield
+
+
+def _cpu_seeded(common_utils):
+    """op_db's ``set_rng_seed`` with the CPU's generator seeded in place of ``torch.manual_seed``."""
+    def set_rng_seed(seed=None):
+        seed = common_utils.SEED if seed is None else seed
+        torch.default_generator.manual_seed(seed)
+        random.seed(seed)
+        if common_utils.TEST_NUMPY:
+            common_utils.np.random.seed(seed)
+
+    return set_rng_seed
 
 
 def _tensor_leaves(value: Any) -> list[torch.Tensor]:
