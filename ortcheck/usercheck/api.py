@@ -9,7 +9,7 @@ import torch
 from ortcheck import impls
 from ortcheck.impls.base import Implementation, Options
 from ortcheck.usercheck.calls import INPUT_GRADS
-from ortcheck.usercheck.checks import CHECKS, SIZES, Subject, run_check
+from ortcheck.usercheck.checks import CHECKS, SIZES, Subject, run_checks
 from ortcheck.usercheck.localize import localize
 from ortcheck.usercheck.result import FAIL, CheckResult
 from ortcheck.usercheck.errors import UserInputError
@@ -56,7 +56,7 @@ def check_model(model: torch.nn.Module | Callable[[], torch.nn.Module], batch: C
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the checks run in forked children, where thread pools do not survive
     try:
-        outcomes = tuple(run_check(check, subject) for check in (checks or tuple(CHECKS)))
+        outcomes = run_checks(checks or tuple(CHECKS), subject)
         located, failed = None, {o.check for o in outcomes if o.status == FAIL}
         with subject.region():
             if localize_failures and failed & {"gradients", "training steps"}:

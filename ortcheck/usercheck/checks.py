@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 
@@ -22,7 +22,7 @@ from ortcheck.impls.base import Capability, Implementation, Options
 from ortcheck.nested import leaves, map_leaves
 from ortcheck.stateful.contract import Call, Contract, eager_reads, memory_options
 from ortcheck.usercheck.calls import batch_runs, judged_call, one_call, requiring_grad, runs_of
-from ortcheck.usercheck.isolated import Crashed, isolated
+from ortcheck.usercheck.isolated import Crashed, Part, Result, isolated_each
 from ortcheck.usercheck.result import COST, FAIL, NA, PASS, Outcome, raised
 from ortcheck.usercheck.targets import Batch, make_batch
 
@@ -156,12 +156,17 @@ class ExtraCost(Exception):
     """Every value matched eager's, but the implementation rebuilt more than the contract predicts."""
 
 
-def run_check(name: str, subject: Subject) -> Outcome:
-    """The check's outcome; it runs in a child process (:mod:`ortcheck.usercheck.isolated`), so a crash
-    of the implementation fails this check alone."""
+def run_checks(names: Sequence[str], subject: Subject) -> tuple[Outcome, ...]:
+    """The checks' outcomes; they run in a child process (:mod:`ortcheck.usercheck.isolated`), so a
+    crash of the implementation fails the check it happened in alone."""
+    parts = [Part(f"check {name!r}", _in_region, (CHECKS[name], subject)) for name in names]
+    results = isolated_each(parts, device=subject.options.device)
+    return tuple(_judged(name, result) for name, result in zip(names, results))
+
+
+def _judged(name: str, result: Result) -> Outcome:
     try:
-        return Outcome(name, PASS, isolated(_in_region, CHECKS[name], subject, device=subject.options.device,
-                                            name=f"check {name!r}"))
+        return Outcome(name, PASS, result.get())
     except Crashed as crash:
         return Outcome(name, FAIL, str(crash))
     except NotApplicable as reason:

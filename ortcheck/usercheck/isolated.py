@@ -1,29 +1,38 @@
-"""Run one part of ``ortcheck check`` in a child process: a crash of the implementation under test
+"""Run the parts of ``ortcheck check`` in a child process: a crash of the implementation under test
 (a segfault or an abort in native code: ORTModule's graph builder on a mixture of experts) fails
-that part, and the command goes on with the next.
+the part it happened in, and the command goes on with the next.
 
 The child is a fork: it inherits the model, the batches and the implementation as they are, so
-nothing needs pickling on the way in; only the part's result (or its exception) comes back through
+nothing needs pickling on the way in; only each part's result (or its exception) comes back through
 a pipe. A process that used CUDA cannot be forked safely, and a platform without ``fork`` has none:
-there the part runs in this process, unprotected.
+there the parts run in this process, unprotected.
+
+The parts of one call share one child, one after another (:func:`isolated_each`): what the
+implementation builds for a graph (the reference's gradient graphs and onnxruntime sessions,
+ORTModule's first-use setup) is built once for all the checks of a model instead of once per check.
+Each part starts from the random state the child was forked with, as it would in a child of its own;
+a part that dies or hangs fails alone, and the parts after it go on in a fresh child.
 
 Threads do not survive a fork: a child of a parent that ran torch's OpenMP kernels on several
 threads waits forever in libgomp's barrier at its first parallel kernel (oneDNN's conv2d,
 LayerNorm; ``ortcheck check`` from a shell with default threads hung for 657 s). So the child
 computes on one thread (libgomp's single-thread path touches no pool), ``ortcheck check`` runs on
-one thread from its start (no pool is ever made: onnxruntime's do not survive either), and a child
+one thread from its start (no pool is ever made: onnxruntime's do not survive either), and a part
 that returns nothing within ``timeout`` seconds is killed and reported as hung, naming the part.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
+import random
 import select
 import signal
+import struct
 import sys
 import time
 import traceback
-from typing import Callable, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 import torch
 
@@ -35,57 +44,125 @@ class Crashed(Exception):
 
 
 TIMEOUT = 300.0  # seconds a part may take (the zoo's largest take ~30 s on 2 cores)
+_FRAME = struct.Struct("<Q")  # each result's length before its pickle
+
+
+@dataclasses.dataclass
+class Part:
+    """``call(*args)``, named in its crash or hang."""
+    name: str
+    call: Callable[..., Any]
+    args: tuple = ()
+
+
+@dataclasses.dataclass
+class Result:
+    """A part's end: ``"returned"`` a value, ``"raised"`` an exception, ``"crashed"`` a :class:`Crashed`."""
+    kind: str
+    value: Any
+
+    def get(self) -> Any:
+        """The returned value, or the part's exception (its crash) raised here."""
+        if self.kind == "returned":
+            return self.value
+        raise self.value
 
 
 def isolated(part: Callable[..., T], *args, device: str = "cpu", name: str = "the part",
              timeout: float | None = None) -> T:
     """``part(*args)`` in a forked child; its exception is raised here, its death as :class:`Crashed`,
     and a child still running after ``timeout`` seconds (default :data:`TIMEOUT`) is killed as hung."""
+    return isolated_each([Part(name, part, args)], device=device, timeout=timeout)[0].get()
+
+
+def isolated_each(parts: Sequence[Part], device: str = "cpu", timeout: float | None = None) -> list[Result]:
+    """Each part's :class:`Result`, the parts run in turn in one forked child; a part that dies or runs
+    past ``timeout`` seconds (default :data:`TIMEOUT`) is :class:`Crashed`, and the rest run in a new child."""
     if not hasattr(os, "fork") or device != "cpu":
-        return part(*args)
+        return [_here(part) for part in parts]
+    results: list[Result] = []
+    while len(results) < len(parts):
+        results += _in_one_child(parts[len(results):], TIMEOUT if timeout is None else timeout)
+    return results
+
+
+def _in_one_child(parts: Sequence[Part], timeout: float) -> list[Result]:
+    """The results of ``parts`` run in one child, up to and including the first that crashed or hung."""
     read_end, write_end = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # the child: never return into the caller's stack
         os.close(read_end)
-        status = 1
-        try:
-            torch.set_num_threads(1)  # the parent's OpenMP threads are not here (see the module docstring)
-            with os.fdopen(write_end, "wb") as out:
-                pickle.dump(_outcome(part, args), out)
-            status = 0
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(status)
+        _child(parts, write_end)
     os.close(write_end)
-    payload = _read_within(read_end, pid, TIMEOUT if timeout is None else timeout)
-    _, status = os.waitpid(pid, 0)
-    if payload is None:
-        raise Crashed(f"{name} hung: no result within {TIMEOUT if timeout is None else timeout:g} s (killed)")
-    if not payload:
-        raise Crashed(describe(status))
-    kind, value = pickle.loads(payload)
-    if kind == "raised":
-        raise value
-    return value
-
-
-def _read_within(fd: int, pid: int, timeout: float) -> bytes | None:
-    """All the child writes to ``fd``, or None (the child killed) when it takes over ``timeout`` seconds."""
-    deadline, chunks = time.monotonic() + timeout, []
-    with os.fdopen(fd, "rb", buffering=0) as pipe:
-        while True:
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select([pipe], [], [], max(0.0, left))
-            if not ready:
+    results: list[Result] = []
+    with os.fdopen(read_end, "rb", buffering=0) as pipe:
+        for part in parts:
+            payload = _read_within(pipe, timeout)
+            if payload is None:
                 os.kill(pid, signal.SIGKILL)
-                return None
-            chunk = pipe.read(1 << 16)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
+                os.waitpid(pid, 0)
+                return [*results, Result("crashed", Crashed(f"{part.name} hung: no result within {timeout:g} s (killed)"))]
+            if not payload:
+                _, status = os.waitpid(pid, 0)
+                return [*results, Result("crashed", Crashed(describe(status)))]
+            results.append(Result(*pickle.loads(payload)))
+    os.waitpid(pid, 0)
+    return results
+
+
+def _child(parts: Sequence[Part], write_end: int) -> None:
+    """Run ``parts`` in turn, each from the random state this child was forked with, writing each
+    result framed; exit without unwinding (the parent's stack is not this process's to finish)."""
+    status = 1
+    try:
+        torch.set_num_threads(1)  # the parent's OpenMP threads are not here (see the module docstring)
+        forked = _random_state()
+        with os.fdopen(write_end, "wb") as out:
+            for part in parts:
+                _set_random_state(forked)
+                outcome = _outcome(part)
+                record = pickle.dumps((outcome.kind, outcome.value))
+                out.write(_FRAME.pack(len(record)) + record)
+                out.flush()
+        status = 0
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
+def _random_state() -> tuple:
+    numpy = sys.modules.get("numpy")
+    return torch.get_rng_state(), random.getstate(), numpy.random.get_state() if numpy else None
+
+
+def _set_random_state(state: tuple) -> None:
+    torch_state, python_state, numpy_state = state
+    torch.set_rng_state(torch_state)
+    random.setstate(python_state)
+    if numpy_state is not None:
+        sys.modules["numpy"].random.set_state(numpy_state)
+
+
+def _read_within(pipe, timeout: float) -> bytes | None:
+    """The next framed result from ``pipe``; b"" when the child closed it first (it died), None when
+    nothing complete came within ``timeout`` seconds."""
+    deadline, wanted, data = time.monotonic() + timeout, _FRAME.size, b""
+    framed = False
+    while len(data) < wanted:
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([pipe], [], [], max(0.0, left))
+        if not ready:
+            return None
+        chunk = pipe.read(wanted - len(data))
+        if not chunk:
+            return b""
+        data += chunk
+        if not framed and len(data) == _FRAME.size:
+            framed, wanted, data = True, _FRAME.unpack(data)[0], b""
+    return data
 
 
 def describe(status: int) -> str:
@@ -110,14 +187,21 @@ def raised_at(error: BaseException) -> str:
     return f"raised at {where}:{frame.lineno} in {frame.name}: {(frame.line or '').strip()}"
 
 
-def _outcome(part: Callable, args: tuple) -> tuple[str, object]:
+def _here(part: Part) -> Result:
     try:
-        return "returned", part(*args)
+        return Result("returned", part.call(*part.args))
+    except Exception as error:  # raised again, as it is, by Result.get
+        return Result("raised", error)
+
+
+def _outcome(part: Part) -> Result:
+    try:
+        return Result("returned", part.call(*part.args))
     except Exception as error:  # carried to the parent, which raises it as the part's own
         if not str(error).strip():  # a bare ``assert`` inside the implementation: where is all it says
             error.add_note(raised_at(error))
         try:
             pickle.loads(pickle.dumps(error))  # some exceptions pickle but do not unpickle
-            return "raised", error
+            return Result("raised", error)
         except Exception:  # an exception that does not pickle comes back as its type's name and message
-            return "raised", RuntimeError(f"{type(error).__name__}: {error}")
+            return Result("raised", RuntimeError(f"{type(error).__name__}: {error}"))
