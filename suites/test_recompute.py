@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 
 import pytest
 import torch
@@ -65,34 +66,44 @@ def train_step(module: torch.nn.Module, stack: LayerStack, inputs, seed: int, de
 
 
 class Pair:
-    """The same model wrapped twice, without recompute and with ``options``, run on the same inputs."""
+    """The same model wrapped twice, without recompute and then (:meth:`with_recompute`) with it, run on
+    the same inputs. The baseline's step runs once (:attr:`expected`): it gives both the plans a
+    config is drawn from and the values the variant must equal, so the baseline is exported once."""
 
-    def __init__(self, impl, base_options, stack: LayerStack, seed: int, **recompute):
+    def __init__(self, impl, base_options, stack: LayerStack, seed: int):
         self.impl, self.stack, self.seed, self.device = impl, stack, seed, base_options.device
         self.eager = stack.build_module(seed).to(self.device)
-        self.options = dataclasses.replace(base_options, **recompute)
+        self.base_options = base_options
         self.baseline = impl.wrap(copy.deepcopy(self.eager), base_options)
-        self.variant = impl.wrap(copy.deepcopy(self.eager), self.options)
         self.inputs = [t.to(self.device) for t in stack.make_inputs(seed)]
+
+    def with_recompute(self, **recompute) -> "Pair":
+        self.recompute = recompute
+        self.options = dataclasses.replace(self.base_options, **recompute)
+        self.variant = self.impl.wrap(copy.deepcopy(self.eager), self.options)
+        return self
+
+    @functools.cached_property
+    def expected(self) -> Step:
+        """The baseline's step (once: a second would accumulate onto its gradients)."""
+        return self.run(self.baseline)
+
+    def plans(self) -> list[tuple[str, int, int]]:
+        """Plans the implementation reports for the baseline after its step, as (name, strategy, freq)."""
+        self.expected
+        report = self.impl.memory_plans(self.baseline)
+        assert report is not None, f"{self.impl.name} reports no memory-optimizer plans after a training step"
+        return [(plan.name, plan.strategy, plan.freq) for plan in report.plans]
 
     def run(self, module) -> Step:
         inputs = [t.detach().clone().requires_grad_(t.requires_grad) for t in self.inputs]
         return train_step(module, self.stack, inputs, self.seed, self.device)
 
 
-def _baseline_plans(impl, options, stack, seed):
-    """Plans the implementation reports for ``stack`` at level 0, as (name, strategy, freq)."""
-    module = impl.wrap(stack.build_module(seed).to(options.device), options)
-    train_step(module, stack, [t.to(options.device) for t in stack.make_inputs(seed)], seed, options.device)
-    report = impl.memory_plans(module)
-    assert report is not None, f"{impl.name} reports no memory-optimizer plans after a training step"
-    return [(plan.name, plan.strategy, plan.freq) for plan in report.plans]
-
-
-def _recompute_options(draw, impl, options, stack, seed, level):
+def _recompute_options(draw, pair: Pair, level: int) -> dict:
     if level:
         return {"memory_opt_level": level}
-    plans = _baseline_plans(impl, options, stack, seed)
+    plans = pair.plans()
     if not plans:
         return {"memory_opt_level": 0}
     return {"memory_opt_config": draw(recompute_configs(plans), label="memory_opt_config")}
@@ -112,27 +123,28 @@ CANONICAL = _canonical_stack(0.1)
 CANONICAL_WITHOUT_DROPOUT = _canonical_stack(None)
 
 
-def _canonical_options(impl, options, stack, level):
+def _canonical_options(pair: Pair, level: int) -> dict:
     """Level 1/2 as they are; level 0 with every reported plan at count 1 ("the first N" matters)."""
     if level:
         return {"memory_opt_level": level}
-    plans = _baseline_plans(impl, options, stack, 0)
-    return {"memory_opt_config": tuple(f"{name}:{strategy}:1" for name, strategy, _ in plans)}
+    return {"memory_opt_config": tuple(f"{name}:{strategy}:1" for name, strategy, _ in pair.plans())}
 
 
 def for_canonical_and_drawn(check, canonical=CANONICAL, stack_strategy=None):
-    """A test running ``check(impl, options, stack, seed, recompute, level)`` on the implementation's
-    manifest examples (``(stack, seed, recompute options)``), the canonical stack, then drawn stacks."""
+    """A test running ``check(pair, level)`` on the implementation's manifest examples (``(stack,
+    seed, recompute options)``), the canonical stack, then drawn stacks."""
     def test(impl, options, level, manifest_examples):
         for text in manifest_examples:
             stack, seed, recompute = stack_example(text)
-            check(impl, options, stack, seed, recompute, level)
-        check(impl, options, canonical, 0, _canonical_options(impl, options, canonical, level), level)
+            check(Pair(impl, options, stack, seed).with_recompute(**recompute), level)
+        pair = Pair(impl, options, canonical, 0)
+        check(pair.with_recompute(**_canonical_options(pair, level)), level)
 
         @heavy
         @given(stack=stacks() if stack_strategy is None else stack_strategy, seed=st.integers(0, 2**16), data=st.data())
         def drawn(stack, seed, data):
-            check(impl, options, stack, seed, _recompute_options(data.draw, impl, options, stack, seed, level), level)
+            pair = Pair(impl, options, stack, seed)
+            check(pair.with_recompute(**_recompute_options(data.draw, pair, level)), level)
 
         drawn()
 
@@ -140,26 +152,24 @@ def for_canonical_and_drawn(check, canonical=CANONICAL, stack_strategy=None):
     return test
 
 
-def _no_number_changes(impl, options, stack, seed, recompute, level):
+def _no_number_changes(pair: Pair, level: int):
     """Outputs, loss and gradients bitwise equal to no recompute. With dropout, the same seed must give
     the same masks: a recomputed Dropout reuses the forward's. (How close level 0 is to eager is
     ``test_grad_parity``'s property over the same blocks; checking it again here would fail recompute
     for a kernel's precision that recompute cannot change.)"""
-    pair = Pair(impl, options, stack, seed, **recompute)
-    expected, actual = pair.run(pair.baseline), pair.run(pair.variant)
-    assert_bitwise_equal(actual.values, expected.values, path=f"{recompute}")
+    expected, actual = pair.expected, pair.run(pair.variant)
+    assert_bitwise_equal(actual.values, expected.values, path=f"{pair.recompute}")
 
 
-def _applied_as_asked(impl, options, stack, seed, recompute, level):
+def _applied_as_asked(pair: Pair, level: int):
     """Plans ON are exactly the configured ones (level 1: every strategy-1 plan; level 2: also
     strategy 2), each applied as often as asked."""
-    pair = Pair(impl, options, stack, seed, **recompute)
     pair.run(pair.variant)
-    report = impl.memory_plans(pair.variant)
+    report = pair.impl.memory_plans(pair.variant)
     shown = {(p.name, p.strategy): p for p in report.plans}
     if level == 0:
         plans = [(p.name, p.strategy, p.freq) for p in report.plans]
-        want = expected_applied(recompute.get("memory_opt_config", ()), plans)
+        want = expected_applied(pair.recompute.get("memory_opt_config", ()), plans)
     else:
         want = {key: plan.freq for key, plan in shown.items() if plan.strategy <= level}
     on = {key for key, plan in shown.items() if plan.enabled}
@@ -168,12 +178,11 @@ def _applied_as_asked(impl, options, stack, seed, recompute, level):
         assert shown[key].applied == count, f"{key}: applied {shown[key].applied}, asked {count}\n{report.table}"
 
 
-def _kept_bytes_drop_as_claimed(impl, options, stack, seed, recompute, level):
+def _kept_bytes_drop_as_claimed(pair: Pair, level: int):
     """The tensors saved for backward shrink by the report's claimed saving less its kept leaves."""
-    pair = Pair(impl, options, stack, seed, **recompute)
-    before, after = pair.run(pair.baseline), pair.run(pair.variant)
-    report = impl.memory_plans(pair.variant)
-    assert report.applied_saving_bytes is not None, f"{impl.name} reports no saving for the applied plans"
+    before, after = pair.expected, pair.run(pair.variant)
+    report = pair.impl.memory_plans(pair.variant)
+    assert report.applied_saving_bytes is not None, f"{pair.impl.name} reports no saving for the applied plans"
     claimed = report.applied_saving_bytes - (report.kept_leaf_bytes or 0)
     assert before.kept_bytes - after.kept_bytes == claimed, (
         f"kept {before.kept_bytes} -> {after.kept_bytes} bytes (drop {before.kept_bytes - after.kept_bytes}), "
@@ -197,7 +206,7 @@ def test_recompute_under_autocast_changes_no_number(impl, options, level, autoca
     examples (``(stack, seed)``) run first."""
     def check(stack, seed):
         with autocast_region(options.device, autocast):
-            _no_number_changes(impl, options, stack, seed, {"memory_opt_level": level}, level)
+            _no_number_changes(Pair(impl, options, stack, seed).with_recompute(memory_opt_level=level), level)
 
     for text in manifest_examples:
         check(*stack_example(text)[:2])
@@ -220,9 +229,9 @@ def test_layer_inputs_stay_stashed(impl, options, level):
     @heavy
     @given(stack=transformer_stacks(half_storage=False), seed=st.integers(0, 2**16))
     def drawn(stack, seed):
-        pair = Pair(impl, options, stack, seed, memory_opt_level=level)
+        pair = Pair(impl, options, stack, seed).with_recompute(memory_opt_level=level)
         layer_inputs = _layer_inputs(pair)
-        before, after = pair.run(pair.baseline), pair.run(pair.variant)
+        before, after = pair.expected, pair.run(pair.variant)
         for k, value in enumerate(layer_inputs):
             mine = [t for t in before.kept if _close(t, value)]
             assert mine, f"transformer layer {k}: its input is not kept even without recompute"
