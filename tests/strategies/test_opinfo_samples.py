@@ -35,10 +35,15 @@ def test_cases_are_op_dbs_first_samples(op):
             torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
 
 
+def _counted(monkeypatch, owner, name: str) -> list:
+    """A list that grows by one at each call of ``owner.name`` (which still runs)."""
+    calls, original = [], getattr(owner, name)
+    monkeypatch.setattr(owner, name, lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs))
+    return calls
+
+
 def test_no_stack_is_searched_and_the_search_stays_for_others(monkeypatch):
-    searches = []
-    stack = inspect.stack
-    monkeypatch.setattr(inspect, "stack", lambda *args, **kwargs: searches.append(1) or stack(*args, **kwargs))
+    searches = _counted(monkeypatch, inspect, "stack")
     list(opinfo.cases("add", torch.float32, 3))
     assert searches == []
     common_utils = sys.modules["torch.testing._internal.common_utils"]
@@ -48,9 +53,7 @@ def test_no_stack_is_searched_and_the_search_stays_for_others(monkeypatch):
 
 
 def test_no_stack_is_formatted_to_seed_accelerators_on_the_cpu(monkeypatch):
-    formatted = []
-    format_stack = traceback.format_stack
-    monkeypatch.setattr(traceback, "format_stack", lambda *args, **kwargs: formatted.append(1) or format_stack(*args, **kwargs))
+    formatted = _counted(monkeypatch, traceback, "format_stack")
     list(opinfo.cases("add", torch.float32, 3))
     assert formatted == []
     if torch.cuda.is_initialized():
