@@ -1,6 +1,7 @@
 """Loading torch's op_db leaves the process as it was (its import registers and loads hypothesis
-profiles of its own, freezes torch.backends flags and wraps TorchScript calls); the ids checked in
-for this torch are op_db's (collection reads them instead of importing it)."""
+profiles of its own, freezes torch.backends flags, wraps TorchScript calls and, in torch 2.4.1, draws
+from torch's generator); the ids checked in for this torch are op_db's (collection reads them instead
+of importing it). ort119 runs it too: torch 2.4.1's op_db is the one that draws."""
 import subprocess
 import sys
 
@@ -14,12 +15,13 @@ SCRIPT = """
 import hypothesis, torch
 from ortcheck import profiles  # registers ortcheck's profiles
 hypothesis.settings.load_profile("ci")
+torch.manual_seed(0)
 before = (hypothesis.settings().max_examples, hypothesis.settings._current_profile, torch.backends.flags_frozen(),
-          torch._C.ScriptFunction.__call__)
+          torch._C.ScriptFunction.__call__, torch.get_rng_state().tolist())
 from ortcheck.strategies import opinfo
 assert opinfo.in_scope()
 after = (hypothesis.settings().max_examples, hypothesis.settings._current_profile, torch.backends.flags_frozen(),
-         torch._C.ScriptFunction.__call__)
+         torch._C.ScriptFunction.__call__, torch.get_rng_state().tolist())
 assert before == after, (before, after)
 torch.backends.cudnn.deterministic = True  # raises where the flags stayed frozen
 print("unchanged", after[:3])
