@@ -149,19 +149,22 @@ def _set_random_state(state: tuple) -> None:
 def _read_within(pipe, timeout: float) -> bytes | None:
     """The next framed result from ``pipe``; b"" when the child closed it first (it died), None when
     nothing complete came within ``timeout`` seconds."""
-    deadline, wanted, data = time.monotonic() + timeout, _FRAME.size, b""
-    framed = False
-    while len(data) < wanted:
-        left = deadline - time.monotonic()
-        ready, _, _ = select.select([pipe], [], [], max(0.0, left))
+    deadline = time.monotonic() + timeout
+    header = _read_exactly(pipe, _FRAME.size, deadline)
+    return _read_exactly(pipe, _FRAME.unpack(header)[0], deadline) if header else header
+
+
+def _read_exactly(pipe, count: int, deadline: float) -> bytes | None:
+    """``count`` bytes from ``pipe``; b"" when it closed first, None when ``deadline`` passed first."""
+    data = b""
+    while len(data) < count:
+        ready, _, _ = select.select([pipe], [], [], max(0.0, deadline - time.monotonic()))
         if not ready:
             return None
-        chunk = pipe.read(wanted - len(data))
+        chunk = pipe.read(count - len(data))
         if not chunk:
             return b""
         data += chunk
-        if not framed and len(data) == _FRAME.size:
-            framed, wanted, data = True, _FRAME.unpack(data)[0], b""
     return data
 
 
@@ -195,13 +198,19 @@ def _here(part: Part) -> Result:
 
 
 def _outcome(part: Part) -> Result:
+    """:func:`_here`'s result, its exception made fit to cross the pipe to the parent."""
+    result = _here(part)
+    if result.kind == "raised":
+        result.value = _carried(result.value)
+    return result
+
+
+def _carried(error: Exception) -> Exception:
+    """``error`` as the parent will raise it as the part's own."""
+    if not str(error).strip():  # a bare ``assert`` inside the implementation: where is all it says
+        error.add_note(raised_at(error))
     try:
-        return Result("returned", part.call(*part.args))
-    except Exception as error:  # carried to the parent, which raises it as the part's own
-        if not str(error).strip():  # a bare ``assert`` inside the implementation: where is all it says
-            error.add_note(raised_at(error))
-        try:
-            pickle.loads(pickle.dumps(error))  # some exceptions pickle but do not unpickle
-            return Result("raised", error)
-        except Exception:  # an exception that does not pickle comes back as its type's name and message
-            return Result("raised", RuntimeError(f"{type(error).__name__}: {error}"))
+        pickle.loads(pickle.dumps(error))  # some exceptions pickle but do not unpickle
+        return error
+    except Exception:  # an exception that does not pickle comes back as its type's name and message
+        return RuntimeError(f"{type(error).__name__}: {error}")
