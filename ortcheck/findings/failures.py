@@ -3,7 +3,8 @@
 A strict expected failure that fails for *another* reason (a harness bug, a new defect of the
 implementation, a flake) must not pass as the recorded finding: on the GPU a CPU-kernel finding once
 hid a harness bug that way. Each manifest entry says ``raises`` (exception class names, matched
-against the class and its bases, plain or module-qualified; ``"crash"`` for a worker that died) and/or
+against the class and its bases, plain or module-qualified; ``"crash"`` for a process that died: an
+xdist worker, or the child a test recorded as crashing runs in) and/or
 ``match`` (a regular expression searched in the failure's first line: the exception's message
 without its type). A group of exceptions (hypothesis reporting several) matches when every member does.
 """
@@ -23,6 +24,15 @@ def numeric_factor(line: str) -> float | None:
     much a numeric finding fails (None: not a numeric failure)."""
     match = _NUMERIC.search(line or "")
     return float(match[1]) / float(match[2]) if match and float(match[2]) > 0 else None
+
+
+class ProcessDied(Exception):
+    """The process running a test died (a signal, an exit) or was killed hung: ``raises = "crash"``."""
+
+
+def kind(error: BaseException) -> str:
+    """The failure's type as reports and drafts name it: :data:`CRASH` for a process that died."""
+    return CRASH if isinstance(error, ProcessDied) else type(error).__name__
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +88,7 @@ def _leaves(error: BaseException):
 
 def type_names(error: BaseException) -> set[str]:
     """The names ``raises`` may use for ``error``: each class of its MRO, plain and module-qualified."""
-    names = set()
+    names = {CRASH} if isinstance(error, ProcessDied) else set()
     for cls in type(error).__mro__:
         names |= {cls.__name__, f"{cls.__module__}.{cls.__qualname__}"}
     return names

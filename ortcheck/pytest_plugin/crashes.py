@@ -1,14 +1,19 @@
 """Hangs and crashes cost one property, never the run: every property that runs implementation code
 gets a time bound kept from outside the process (``ortcheck/pytest_plugin/timebound.py``); xdist replaces every
 crashed worker, a crash the manifest expects is that expected failure, and a run in which a
-collected test never reported fails."""
+collected test never reported fails.
+
+A test whose manifest entry records a crash runs in a forked child of its process
+(``ortcheck/pytest_plugin/forked.py``): the crash costs the child, not the worker."""
 from __future__ import annotations
+
+import functools
 
 import pytest
 
 from ortcheck import profiles
 from ortcheck.findings import failures, manifest
-from ortcheck.pytest_plugin import timebound
+from ortcheck.pytest_plugin import forked, timebound
 from ortcheck.pytest_plugin.manifests import NOT_AS_RECORDED, NOT_AS_RECORDED_PROPERTY, active_findings
 from ortcheck.report.collector import impl_of
 
@@ -46,6 +51,19 @@ def _impl_timeout(config) -> float | None:
     if value < 0:
         raise pytest.UsageError(f"--impl-timeout must be >= 0 seconds (0: no bound), got {value:g}")
     return value or None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """The call of a test recorded as crashing runs in a forked child (the module docstring)."""
+    if not forked.runs_forked(item):
+        yield
+        return
+    item.runtest = functools.partial(forked.call, item, item.runtest)
+    try:
+        yield
+    finally:
+        del item.runtest
 
 
 @pytest.hookimpl(trylast=True)

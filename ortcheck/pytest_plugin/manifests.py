@@ -150,7 +150,7 @@ def pytest_runtest_makereport(item, call):
             del item.repr_failure
     if error is None or not (report.failed or hasattr(report, "wasxfail")):
         return report
-    report.user_properties.append((failures.FAILURE_PROPERTY, (type(error).__name__, failures.first_line(error))))
+    report.user_properties.append((failures.FAILURE_PROPERTY, (failures.kind(error), failures.first_line(error))))
     if finding and report.skipped and hasattr(report, "wasxfail") and not as_recorded:
         _not_as_recorded(report, finding, failures.describe(error))
     return report

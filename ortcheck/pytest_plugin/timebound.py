@@ -30,6 +30,11 @@ def bound(item, seconds: float) -> None:
     item.stash[_BOUND_KEY] = seconds
 
 
+def bound_of(item) -> float | None:
+    """``item``'s time bound in seconds; None when it has none."""
+    return item.stash.get(_BOUND_KEY, None)
+
+
 def is_xdist_controller(config) -> bool:
     return bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
 
@@ -55,7 +60,7 @@ class BoundedTests:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        seconds = item.stash.get(_BOUND_KEY, None)
+        seconds = bound_of(item)
         if not seconds:
             yield
             return

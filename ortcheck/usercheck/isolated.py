@@ -22,6 +22,7 @@ that returns nothing within ``timeout`` seconds is killed and reported as hung, 
 """
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import os
 import pickle
@@ -36,10 +37,13 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import torch
 
+from ortcheck.findings.failures import ProcessDied
+
 T = TypeVar("T")
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-class Crashed(Exception):
+class Crashed(ProcessDied):
     """The child running a part died without a result: killed by a signal, or it exited, or hung."""
 
 
@@ -91,9 +95,11 @@ def _in_one_child(parts: Sequence[Part], timeout: float) -> list[Result]:
     read_end, write_end = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: never return into the caller's stack
         os.close(read_end)
+        _dies_with(parent)
         _child(parts, write_end)
     os.close(write_end)
     results: list[Result] = []
@@ -131,6 +137,19 @@ def _child(parts: Sequence[Part], write_end: int) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
+
+
+def _dies_with(parent: int) -> None:
+    """On Linux the child is killed when its parent dies: a pytest worker that a watchdog killed for
+    a hang, or an ``ortcheck check`` ended from outside, leaves no child computing on."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request took hold
+        os._exit(1)
 
 
 def _random_state() -> tuple:
@@ -201,12 +220,12 @@ def _outcome(part: Part) -> Result:
     """:func:`_here`'s result, its exception made fit to cross the pipe to the parent."""
     result = _here(part)
     if result.kind == "raised":
-        result.value = _carried(result.value)
+        result.value = carried(result.value)
     return result
 
 
-def _carried(error: Exception) -> Exception:
-    """``error`` as the parent will raise it as the part's own."""
+def carried(error: BaseException) -> BaseException:
+    """``error`` made fit to cross the pipe, as the parent will raise it as the part's own."""
     if not str(error).strip():  # a bare ``assert`` inside the implementation: where is all it says
         error.add_note(raised_at(error))
     try:

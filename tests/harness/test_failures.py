@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from ortcheck.findings.failures import FailurePattern, draft_match, first_line
+from ortcheck.findings.failures import CRASH, FailurePattern, ProcessDied, draft_match, first_line, kind
 
 
 class ExportError(RuntimeError):
@@ -28,6 +28,15 @@ def test_a_pattern_accepts_only_the_recorded_failure(entry, error, accepted):
 def test_only_a_pattern_naming_crash_accepts_a_dead_worker():
     assert FailurePattern.parse({"raises": ["crash", "AssertionError"]}).accepts_crash()
     assert not FailurePattern.parse({"raises": "AssertionError", "match": "crash"}).accepts_crash()
+
+
+def test_a_process_that_died_is_a_crash_to_patterns_and_reports():
+    """A test recorded as crashing runs in a child whose death comes back as a ProcessDied."""
+    died = ProcessDied("the implementation crashed (signal SIGSEGV)")
+    assert FailurePattern.parse({"raises": "crash"}).accepts(died) and kind(died) == CRASH
+    assert FailurePattern.parse({"raises": "crash", "match": "SIGSEGV"}).accepts(died)
+    assert not FailurePattern.parse({"raises": "AssertionError"}).accepts(died)
+    assert not FailurePattern.parse({"raises": "crash"}).accepts(RuntimeError("crash")) and kind(RuntimeError()) == "RuntimeError"
 
 
 def test_a_drafted_match_holds_across_the_numbers_that_move():

@@ -340,7 +340,9 @@ def test_a_crash_and_a_hang_each_fail_one_property_and_the_run_goes_on(python, p
     # ``hangs`` sleeps an hour in wrap: that the run finished at all is the time bound at work.
 
 
-def test_a_crash_the_manifest_expects_is_an_expected_failure(python, project):
+def test_a_crash_the_manifest_expects_is_an_expected_failure_that_costs_a_child_not_the_process(python, project):
+    """The test recorded as crashing runs in a forked child: without xdist the run goes on in the same
+    process (the next test passes), and under xdist no worker is replaced."""
     _manifest(project, "segfaults", """
         [[finding]]
         test = "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct[[]segfaults]"
@@ -348,10 +350,31 @@ def test_a_crash_the_manifest_expects_is_an_expected_failure(python, project):
         raises = "crash"
         reproduction = "impls.get('segfaults').wrap(module)"
     """)
-    result = run(python, project, "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct",
-                 "--impl", "segfaults", "-n", "1", "-rx")
-    result.assert_outcomes(xfailed=1)
-    result.stdout.fnmatch_lines(["*dies in wrap (the worker crashed)*"])
+    tests = ("suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct", "--impl", "segfaults,eager", "-rx")
+    alone = run(python, project, *tests, "-p", "no:xdist")
+    alone.assert_outcomes(xfailed=1, passed=1)
+    alone.stdout.fnmatch_lines(["*[[]segfaults manifest[]] dies in wrap"])
+    one_worker = run(python, project, *tests, "-n", "1")
+    one_worker.assert_outcomes(xfailed=1, passed=1)
+    assert "replacing crashed worker" not in one_worker.stdout.str() + one_worker.stderr.str()
+
+
+def test_a_test_recorded_as_crashing_that_fails_otherwise_says_so_from_its_child(python, project):
+    """What the child raised comes back as the test's own: here not the recorded crash, so a failure
+    naming the exception and the record, with the child's traceback."""
+    _manifest(project, "clones_tensors", """
+        [[finding]]
+        test = "suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]"
+        reason = "dies (it does not: it fails its assertion)"
+        raises = "crash"
+        reproduction = "impl.unflatten(*impl.flatten([t]))"
+    """)
+    result = run(python, project, "suites/test_io_roundtrip.py::test_roundtrip[clones_tensors-core]",
+                 "--impl", "clones_tensors", "-p", "no:xdist")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*raised in the test's forked child:*", "*in test_roundtrip*",
+                                 "*failed, but not as recorded: AssertionError*", "*recorded (*): raises crash*"])
+    assert "/pluggy/" not in result.stdout.str()  # the child's traceback is the test's, not pytest's machinery
 
 
 def test_a_negative_time_bound_is_a_usage_error(python, project):
