@@ -27,7 +27,7 @@ def test_run_prints_the_matrix_and_writes_both_reports(python, tmp_path):
 
 def test_run_writes_the_memory_optimizer_plan_table(python, tmp_path):
     result = ortcheck(python, "run", "--impl", "reference", "-k", "bloom_with_dropout and 1", "--profile", "dev",
-                      "--report-dir", str(tmp_path), cwd=tmp_path)
+                      "-n", "0", "--report-dir", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     summary = (tmp_path / "summary.md").read_text()
     assert "## Memory optimizer (recompute)" in summary
@@ -37,7 +37,10 @@ def test_run_writes_the_memory_optimizer_plan_table(python, tmp_path):
 
 
 def test_run_fails_when_nothing_ran(python, tmp_path):
-    result = ortcheck(python, "run", "--impl", "eager", "-k", "no_such_property", "--report-dir", str(tmp_path), cwd=tmp_path)
+    """In this process (-n 0; test_run_prints_the_matrix_and_writes_both_reports runs workers): workers
+    would each collect every suite first."""
+    result = ortcheck(python, "run", "--impl", "eager", "-k", "no_such_property", "-n", "0", "--report-dir", str(tmp_path),
+                      cwd=tmp_path)
     assert result.returncode == 1
     assert "no tests ran" in result.stdout
 

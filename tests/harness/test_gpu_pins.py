@@ -13,6 +13,7 @@ a mirror of it.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import io
 import json
 import os
@@ -169,8 +170,17 @@ def cuda_deps(report: dict, root: str) -> dict[str, int]:
     return found
 
 
-@pytest.mark.parametrize("file", FILES)
-def test_the_gpu_requirements_resolve_to_one_cuda_per_package(file, tmp_path):
+def test_the_gpu_requirements_resolve_to_one_cuda_per_package(tmp_path):
+    """Both files at once: each is most of a minute waiting on PyPI (pip's range requests, one after
+    another), not computing; each failure names its file."""
+    with concurrent.futures.ThreadPoolExecutor(len(FILES)) as pool:
+        checked = {file: pool.submit(check_file, file, tmp_path / Path(file).stem) for file in FILES}
+    failures = {file: future.exception() for file, future in checked.items() if future.exception()}
+    assert not failures, "\n\n".join(f"{type(error).__name__}: {error}" for error in failures.values())
+
+
+def check_file(file: str, tmp_path: Path) -> None:
+    tmp_path.mkdir()
     report = resolve(file, tmp_path)
     names = {canonicalize_name(item["metadata"]["name"]) for item in report["install"]}
     roots = ["torch"] + sorted(names & {"onnxruntime-gpu", "onnxruntime-training"})
