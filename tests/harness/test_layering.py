@@ -282,8 +282,8 @@ def test_the_readme_points_to_the_layout_instead_of_copying_it():
 ])
 @pytest.mark.parametrize("how", list(HOW))
 def test_arrows_that_broke_the_order_are_caught(module, target, how):
-    graph = {**GRAPH, module: {**GRAPH.get(module, {}), target: how}}
-    assert [v for v in violations(graph, TABLE_DATA) if v.startswith(f"{module} {HOW[how]} {target}:")]
+    """Each arrow is judged on its own, as in the whole graph (test_no_arrow_breaks_the_layers): 0.6 s less a case."""
+    assert [v for v in violations({module: {target: how}}, TABLE_DATA) if v.startswith(f"{module} {HOW[how]} {target}:")]
 
 
 def test_the_checker_on_a_hand_built_graph():
