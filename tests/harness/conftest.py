@@ -5,7 +5,8 @@ on the command line, a module imported alone). A new interpreter spends ~2 s of 
 onnx and onnxruntime before doing anything, ~50 times per run. Instead, one server per test process
 imports those third-party libraries (``PRELOADED``) and no project module, and forks a child per
 program: the child gets its own working directory, environment, standard streams and exit status,
-and imports the project afresh, as a new interpreter would.
+and imports the project afresh, as a new interpreter would. The server freezes its heap before
+forking (``gc.freeze``), so a child's garbage collections walk only what the child made.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ PRELOADED = ("torch", "torch.onnx", "torch.distributed", "numpy", "onnx", "onnx.
              "hypothesis", "pytest", "xdist", "matplotlib", "onnxruntime.training.ortmodule", "bitsandbytes",
              "transformers")
 SERVER = r"""
-import importlib, json, os, runpy, sys, traceback
+import gc, importlib, json, os, runpy, sys, traceback
 for name in sys.argv[1:]:
     try:
         importlib.import_module(name)
@@ -35,6 +36,7 @@ for name in sys.argv[1:]:
         pass  # an optional library this environment lacks
 assert not any(m.split('.')[0] in ('reference', 'ortcheck', 'suites', 'tests') for m in sys.modules)
 replies = sys.stdout
+gc.freeze()  # the children's collections then neither walk nor copy the preloaded heap's pages
 
 def child(request):
     code = 1

@@ -14,6 +14,8 @@ class Node:
 
 @pytest.fixture
 def thawed():
+    """A heap nothing froze yet (this process's own FrozenHeap froze it before the test)."""
+    gc.unfreeze()
     yield
     gc.unfreeze()
 
@@ -41,3 +43,14 @@ def test_the_heap_thaws_every_n_tests_so_cycles_freed_while_frozen_are_collected
     assert ref() is not None  # cyclic garbage among frozen objects waits for the thaw
     heap.pytest_runtest_setup(None)  # test 3 thaws first
     assert ref() is None
+
+
+def test_a_process_its_parent_froze_is_never_thawed(thawed):
+    """The parent's heap stays frozen: a thaw would make the next collection walk and copy its pages."""
+    from_the_parent = Node()
+    gc.freeze()
+    heap = FrozenHeap(thaw_every=1)
+    for _ in range(3):
+        heap.pytest_runtest_setup(None)
+    heap.pytest_unconfigure(None)
+    assert gc.get_freeze_count() > 0 and not any(obj is from_the_parent for obj in gc.get_objects())
