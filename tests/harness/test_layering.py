@@ -10,6 +10,7 @@ rewrites it, and a test fails while they disagree."""
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 import textwrap
 import tomllib
@@ -65,13 +66,14 @@ def _argument(node: ast.Call, index: int) -> ast.AST | None:
     return node.args[index] if len(node.args) > index else None
 
 
-def arrows(path: Path, root: Path, files: dict[str, Path]) -> dict[str, str]:
+def arrows(path: Path, root: Path, files: dict[str, Path], by_file: dict[tuple, str] | None = None) -> dict[str, str]:
     """The project modules ``path`` uses, each with how (a key of ``HOW``; an import wins over the rest).
-    Relative imports resolved; ``from p import name`` uses ``p.name`` where that is a module, else ``p``."""
+    Relative imports resolved; ``from p import name`` uses ``p.name`` where that is a module, else ``p``.
+    ``by_file``: :func:`_by_file` of ``files``, when the caller reads many paths."""
     package = _module_name(path, root).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
-    by_file = {file.relative_to(root).parts: name for name, file in files.items()}
+    by_file = _by_file(root, files) if by_file is None else by_file
     found: dict[str, str] = {}
 
     def add(name: str, how: str) -> None:
@@ -106,11 +108,18 @@ def arrows(path: Path, root: Path, files: dict[str, Path]) -> dict[str, str]:
     return found
 
 
+def _by_file(root: Path, files: dict[str, Path]) -> dict[tuple, str]:
+    """A module file's path parts under ``root`` -> its module name."""
+    return {file.relative_to(root).parts: name for name, file in files.items()}
+
+
 def read_graph(root: Path = REPO, table: dict | None = None) -> dict[str, dict[str, str]]:
     """module -> {module it uses: how} for every Python file of the table's folders under ``root``."""
     table = read_table() if table is None else table
     files = module_files(root, table)
-    return {name: {t: how for t, how in arrows(path, root, files).items() if t != name} for name, path in files.items()}
+    by_file = _by_file(root, files)
+    return {name: {t: how for t, how in arrows(path, root, files, by_file).items() if t != name}
+            for name, path in files.items()}
 
 
 def _split(entry: str, table: dict) -> bool:
@@ -201,22 +210,27 @@ def documented_layout(text: str) -> str:
 
 TABLE_DATA = read_table()
 FILES = module_files(REPO, TABLE_DATA)
-GRAPH = read_graph(REPO, TABLE_DATA)
+
+
+@functools.cache
+def graph() -> dict[str, dict[str, str]]:
+    """The checkout's graph, read on first use: every source file parsed (not at collection, in every worker)."""
+    return read_graph(REPO, TABLE_DATA)
 
 
 def test_the_graph_was_read():
-    assert "reference.module.wrapper" in GRAPH and "ortcheck.strategies.nested_io" in GRAPH and "suites.test_ddp" in GRAPH
-    assert {"reference.nested_io", "reference.module.compiled"} <= set(GRAPH["reference.module.wrapper"])
-    assert "reference.grads" in GRAPH["reference.module.compiled"]
-    assert "reference.runtime.cuts" in GRAPH["reference.runtime.staged_backward"]   # from-import of a module
-    assert "ortcheck.impls.base" in GRAPH["ortcheck.convergence.runner"]
-    assert GRAPH["ortcheck.impls"]["ortcheck.impls.eager"] == "string"       # the registry's "module:Class"
-    assert GRAPH["ortcheck.impls"]["reference.module.wrapper"] == "string"   # the rank servers' preload
+    assert "reference.module.wrapper" in graph() and "ortcheck.strategies.nested_io" in graph() and "suites.test_ddp" in graph()
+    assert {"reference.nested_io", "reference.module.compiled"} <= set(graph()["reference.module.wrapper"])
+    assert "reference.grads" in graph()["reference.module.compiled"]
+    assert "reference.runtime.cuts" in graph()["reference.runtime.staged_backward"]   # from-import of a module
+    assert "ortcheck.impls.base" in graph()["ortcheck.convergence.runner"]
+    assert graph()["ortcheck.impls"]["ortcheck.impls.eager"] == "string"       # the registry's "module:Class"
+    assert graph()["ortcheck.impls"]["reference.module.wrapper"] == "string"   # the rank servers' preload
 
 
 def test_every_module_has_a_layer():
     layered = {folder["name"] for folder in TABLE_DATA["folder"] if folder.get("layer")}
-    assert not [name for name in GRAPH if name.split(".")[0] in layered and layer_of(name, TABLE_DATA) is None]
+    assert not [name for name in graph() if name.split(".")[0] in layered and layer_of(name, TABLE_DATA) is None]
 
 
 def test_every_entry_of_the_table_exists():
@@ -233,7 +247,7 @@ def test_every_python_folder_is_in_the_table():
 
 
 def test_no_arrow_breaks_the_layers():
-    found = violations(GRAPH, TABLE_DATA)
+    found = violations(graph(), TABLE_DATA)
     assert not found, "\n".join(found)
 
 
@@ -242,7 +256,7 @@ def test_the_transition_contract_shares_nothing_with_the_reference():
     predicting the counters must not reach the reference even indirectly."""
     seen, todo = set(), ["ortcheck.stateful.contract"]
     while todo:
-        for name in set(GRAPH[todo.pop()]) - seen:
+        for name in set(graph()[todo.pop()]) - seen:
             seen.add(name)
             todo.append(name)
     assert not [name for name in seen if _under(name, "reference")]
