@@ -132,13 +132,17 @@ def _manifest(project, control, body):
     """))
 
 
-def _copies_entry(test: str) -> str:
-    """A manifest entry recording clones_tensors' failure on ``test`` (a glob)."""
+ROUNDTRIP_CORE = "suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]"
+
+
+def _copies_entry(test: str, failure: str = 'raises = "AssertionError"') -> str:
+    """A manifest entry recording clones_tensors' failure on ``test`` (a glob) as ``failure`` (its
+    ``raises``/``match`` lines: the real one by default)."""
     return f"""
         [[finding]]
         test = "{test}"
         reason = "unflatten returns copies"
-        raises = "AssertionError"
+        {failure.replace(chr(10), chr(10) + "        ")}
         reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
     """
 
@@ -186,13 +190,7 @@ def test_a_conditional_finding_holds_only_where_its_condition_does(python, proje
 def test_an_expected_failure_counts_only_for_its_recorded_reason(python, project, tmp_path, pattern, outcomes):
     """A test failing otherwise than its entry recorded is a FAIL in pytest's summary and the report,
     with pytest's long traceback (source lines); one failing as recorded carries Python's own (cheap)."""
-    _manifest(project, "clones_tensors", f"""
-        [[finding]]
-        test = "suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]"
-        reason = "unflatten returns copies"
-        {pattern.replace(chr(10), chr(10) + "        ")}
-        reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
-    """)
+    _manifest(project, "clones_tensors", _copies_entry(ROUNDTRIP_CORE, pattern))
     project.makeconftest(project.path.joinpath("conftest.py").read_text() + textwrap.dedent(f"""
         def pytest_runtest_logreport(report):
             if report.when == "call":
@@ -211,13 +209,7 @@ def test_an_expected_failure_counts_only_for_its_recorded_reason(python, project
 
 
 def test_a_wrong_reason_failure_reads_as_such_in_the_report(python, project, tmp_path):
-    _manifest(project, "clones_tensors", """
-        [[finding]]
-        test = "suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]"
-        reason = "unflatten returns copies"
-        raises = "TypeError"
-        reproduction = "impl.unflatten(*impl.flatten([t]))[0] is not t"
-    """)
+    _manifest(project, "clones_tensors", _copies_entry(ROUNDTRIP_CORE, 'raises = "TypeError"'))
     project.makeconftest(project.path.joinpath("conftest.py").read_text() + textwrap.dedent(f"""
         import json
         from ortcheck.report.collector import ResultCollector
@@ -251,7 +243,7 @@ def test_prove_findings_judges_each_entry_whose_tests_ran_and_fails_the_run_for_
     """``--prove-findings`` (the test command's): each entry as ``ortcheck findings --check`` judges it.
     The second entry's property draws and the entry lists no examples: xfailed in a plain run, it
     proves nothing run alone, so the run fails though no test did; the entry matching nothing is left out."""
-    _manifest(project, "clones_tensors", _copies_entry("suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]")
+    _manifest(project, "clones_tensors", _copies_entry(ROUNDTRIP_CORE)
               + _copies_entry("suites/test_io_roundtrip.py::test_roundtrip_deep_nesting*") + """
         [[finding]]
         test = "suites/test_io_schema.py::*"
@@ -362,13 +354,7 @@ def test_a_crash_the_manifest_expects_is_an_expected_failure_that_costs_a_child_
 def test_a_test_recorded_as_crashing_that_fails_otherwise_says_so_from_its_child(python, project):
     """What the child raised comes back as the test's own: here not the recorded crash, so a failure
     naming the exception and the record, with the child's traceback."""
-    _manifest(project, "clones_tensors", """
-        [[finding]]
-        test = "suites/test_io_roundtrip.py::test_roundtrip[[]clones_tensors-core]"
-        reason = "dies (it does not: it fails its assertion)"
-        raises = "crash"
-        reproduction = "impl.unflatten(*impl.flatten([t]))"
-    """)
+    _manifest(project, "clones_tensors", _copies_entry(ROUNDTRIP_CORE, 'raises = "crash"'))
     result = run(python, project, "suites/test_io_roundtrip.py::test_roundtrip[clones_tensors-core]",
                  "--impl", "clones_tensors", "-p", "no:xdist")
     result.assert_outcomes(failed=1)
