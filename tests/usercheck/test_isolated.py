@@ -84,3 +84,42 @@ def test_the_checks_of_a_model_share_one_child(monkeypatch):
                          localize_failures=False)
     assert result.ok, result.format()
     assert len(result.outcomes) == len(CHECKS) and len(forks) == 1
+
+
+@pytest.mark.skipif(not os.uname().sysname == "Linux", reason="the death signal is Linux's (prctl)")
+def test_a_child_dies_with_its_parent(tmp_path):
+    """A pytest worker the watchdog kills, or an ``ortcheck check`` killed from outside, leaves no child
+    computing on."""
+    import subprocess
+    import sys
+
+    pid_file, child = tmp_path / "child.pid", None
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import os, time, pathlib\n"
+        "from ortcheck.usercheck.isolated import isolated\n"
+        f"isolated(lambda: (pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid())), time.sleep(120)))\n")],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))})
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        child = int(pid_file.read_text())
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(child), "the child outlived its parent"
+    finally:
+        parent.kill()
+        if child and _alive(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped by init, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
