@@ -11,7 +11,7 @@ own pipeline with ``pytest --impl NAME``:
   modes under the ``both_delivery_modes`` marker) and what skips as n/a;
 - :mod:`~ortcheck.pytest_plugin.manifests`: expected failures from the manifests, strict and as recorded;
 - :mod:`~ortcheck.pytest_plugin.crashes`: time bounds (``timebound``, kept from outside the process by
-  ``watchdog``), crashed workers, tests that never reported.
+  ``watchdog``), recorded crashes in a child (``forked``), crashed workers, tests that never reported.
 
 The helper modules beside the jobs are no plugins: the jobs register what they need of them.
 """
