@@ -175,8 +175,9 @@ def test_the_gpu_requirements_resolve_to_one_cuda_per_package(tmp_path):
     another), not computing; each failure names its file."""
     with concurrent.futures.ThreadPoolExecutor(len(FILES)) as pool:
         checked = {file: pool.submit(check_file, file, tmp_path / Path(file).stem) for file in FILES}
-    failures = {file: future.exception() for file, future in checked.items() if future.exception()}
-    assert not failures, "\n\n".join(f"{type(error).__name__}: {error}" for error in failures.values())
+    failures = {file: error for file, future in checked.items() if (error := future.exception())}
+    assert not failures, "\n\n".join(f"requirements/{file}: {type(error).__name__}: {error}"
+                                       for file, error in failures.items())
 
 
 def check_file(file: str, tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ parts after it still run."""
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 
 import numpy
@@ -86,13 +88,10 @@ def test_the_checks_of_a_model_share_one_child(monkeypatch):
     assert len(result.outcomes) == len(CHECKS) and len(forks) == 1
 
 
-@pytest.mark.skipif(not os.uname().sysname == "Linux", reason="the death signal is Linux's (prctl)")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the death signal is Linux's (prctl)")
 def test_a_child_dies_with_its_parent(tmp_path):
     """A pytest worker the watchdog kills, or an ``ortcheck check`` killed from outside, leaves no child
     computing on."""
-    import subprocess
-    import sys
-
     pid_file, child = tmp_path / "child.pid", None
     parent = subprocess.Popen([sys.executable, "-c", (
         "import os, time, pathlib\n"

@@ -62,7 +62,7 @@ PAIRS = all_pairs(UNROLLED)
 
 def test_the_pairs_cover_every_two_values_and_save_most_of_the_product():
     assert len(PAIRS) <= len(UNROLLED) // 4
-    for i, j in itertools.combinations(range(6), 2):
+    for i, j in itertools.combinations(range(len(UNROLLED[0])), 2):
         assert {(c[i], c[j]) for c in PAIRS} == {(c[i], c[j]) for c in UNROLLED}
 
 
