@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import time
 from typing import Callable
 
 import torch
 
 from ortcheck.checks.runs import RUNS, input_runs, module_runs
-from ortcheck.convergence import data_parallel, determinism
+from ortcheck.convergence import data_parallel, determinism, oracle_runs
 from ortcheck.convergence.cases import Case
 from ortcheck.convergence.curves import CaseRun, Curve
 from ortcheck.convergence.steps import fallbacks_of, train_steps
@@ -46,12 +47,14 @@ def run_all(case: Case, impl: Implementation, options: Options = Options(), step
         actual_options = dataclasses.replace(options, **case.options)
         curves["actual"].append(train(case, model, batches, seed, settings, actual_options, impl,
                                       training or case.training))
-        models = module_runs(initial, None, seed) if oracle else {"eager": initial}
-        data = input_runs(batches, seed) if oracle else {"eager": batches}
-        for run, run_model in models.items():
+        # the oracle's runs never see the implementation: trained once per test run (oracle_runs)
+        run_key = oracle_runs.key(case, steps, seed, options.device, settings.to_json(), initial, batches)
+        twins = functools.cache(lambda: (module_runs(initial, None, seed), input_runs(batches, seed)))
+        for run in curves:
             if run != "actual":
-                curves[run].append(train(case, copy.deepcopy(run_model), data[run], seed, settings, options, None,
-                                         case.training))
+                curves[run].append(oracle_runs.curve(run_key, run, lambda run=run: train(
+                    case, copy.deepcopy(twins()[0][run]), twins()[1][run], seed, settings, options, None,
+                    case.training)))
     with determinism.applied(settings, options.device):  # torch's flags as the runs had them
         fingerprint = determinism.fingerprint(options.device, case.training.dtype, settings.threads,
                                               impl.kernels(initial, options.device))

@@ -1,7 +1,8 @@
 """What every process running tests starts from: the run's hypothesis seed, its share of the CPU
-threads, a frozen heap (ORTModule's ``gc.collect`` per export) and IEEE subnormals (``-ffast-math``
-libraries a test loaded). Tests share a worker, so none may hand its process state to the next:
-on cuda that includes device memory, which torch's allocator caches for the process that freed it
+threads, a frozen heap (ORTModule's ``gc.collect`` per export), IEEE subnormals (``-ffast-math``
+libraries a test loaded) and the run's folder of convergence oracle curves (``oracle_folder``).
+Tests share a worker, so none may hand its process state to the next: on cuda that includes device
+memory, which torch's allocator caches for the process that freed it
 (a whole-matrix run on an H100 ran its 14 workers' GPU out of memory for cuBLAS handles only in its
 last minutes; the same tests alone passed)."""
 from __future__ import annotations
@@ -11,7 +12,7 @@ import gc
 import pytest
 
 from ortcheck import seed
-from ortcheck.pytest_plugin import threadbudget
+from ortcheck.pytest_plugin import oracle_folder, threadbudget
 from ortcheck.pytest_plugin.fpenv import SubnormalsOn
 from ortcheck.pytest_plugin.heap import FrozenHeap
 
@@ -28,6 +29,7 @@ def pytest_configure(config):
     config.pluginmanager.register(seed.RunSeed(config), "ortcheck-run-seed")
     config.pluginmanager.register(FrozenHeap(), "ortcheck-frozen-heap")
     config.pluginmanager.register(SubnormalsOn(), "ortcheck-subnormals-on")
+    oracle_folder.configure(config)
 
 
 @pytest.hookimpl(trylast=True)

@@ -1,0 +1,44 @@
+"""One folder per test run where its processes keep the convergence oracle's curves.
+
+Every implementation's cell of a convergence case trains the same oracle runs; ``ortcheck.convergence
+.oracle_runs`` keeps each run's curve per process, and in a folder when given one. Under xdist the
+controller makes the folder, names it to every worker and removes it at the end, so the cells of a
+case share the oracle's runs whichever workers they land on. It lives and dies with the run: nothing
+is kept between runs, where the code or the machine may have changed.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from ortcheck.convergence import oracle_runs
+from ortcheck.pytest_plugin import timebound
+
+FOLDER_KEY = "ortcheck_oracle_runs"
+
+
+def configure(config) -> None:
+    """The controller registers the folder's owner; a worker shares its folder; pytest alone keeps
+    the curves in its own memory."""
+    if timebound.is_xdist_controller(config):
+        config.pluginmanager.register(FolderOwner(), "ortcheck-oracle-runs-folder")
+        return
+    folder = getattr(config, "workerinput", {}).get(FOLDER_KEY)
+    oracle_runs.share_in(Path(folder) if folder else None)
+
+
+class FolderOwner:
+    """The xdist controller: makes the run's folder, names it to each worker, removes it at the end."""
+
+    def __init__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix="ortcheck-oracle-runs-"))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        node.workerinput[FOLDER_KEY] = str(self.folder)
+
+    def pytest_unconfigure(self, config) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
