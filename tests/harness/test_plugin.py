@@ -4,12 +4,13 @@ import re
 import shlex
 import shutil
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
 
 import controls
-from ortcheck.pytest_plugin import watchdog
+from ortcheck.pytest_plugin import crashes, watchdog
 from ortcheck.strategies import FEATURES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -322,9 +323,13 @@ def test_the_large_convergence_case_runs_only_nightly(python, project):
     result.stdout.fnmatch_lines(["*nightly test: run with --nightly*"])
 
 
+# a test eager passes in half a second under the dev profile: a bound of seconds leaves it room on a loaded machine
+QUICK_EAGER = "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct[eager]"
+
+
 def test_a_crash_and_a_hang_each_fail_one_property_and_the_run_goes_on(python, project):
     result = run(python, project, "suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct",
-                 "--impl", "segfaults,hangs,eager", "-n", "2", "--impl-timeout", "10")
+                 "--impl", "segfaults,hangs,eager", "-n", "2", "--impl-timeout", "5")
     result.assert_outcomes(passed=1, failed=2)
     output = result.stdout.str() + result.stderr.str()
     assert "crashed while running 'suites/test_io_through_module.py::test_distinct_key_paths_stay_distinct[segfaults]'" in output
@@ -370,15 +375,24 @@ def test_a_negative_time_bound_is_a_usage_error(python, project):
 
 
 def test_crashes_beyond_the_worker_restarts_fail_the_run_naming_the_tests_never_run(python, project):
-    """xdist stops replacing crashed workers after --max-worker-restart and leaves their tests unrun;
-    the plugin raises xdist's default (ORTModule crashes more often than it allows) and fails a run
-    in which a collected test never reported."""
-    args = ("suites/test_io_through_module.py", "-k", "distinct or python_outputs", "--impl", "segfaults", "-n", "1")
-    capped = run(python, project, *args, "--max-worker-restart", "0")
+    """xdist stops replacing crashed workers after --max-worker-restart and leaves their tests unrun:
+    the plugin fails a run in which a collected test never reported."""
+    capped = run(python, project, "suites/test_io_through_module.py", "-k", "distinct or python_outputs",
+                 "--impl", "segfaults", "-n", "1", "--max-worker-restart", "0")
     assert capped.ret == pytest.ExitCode.TESTS_FAILED
     capped.stdout.fnmatch_lines(["*ortcheck: 2 of 3 collected tests never reported*"])
-    uncapped = run(python, project, *args)
-    uncapped.assert_outcomes(failed=3)
+
+
+@pytest.mark.parametrize("given, kept", [(None, str(crashes.MAX_WORKER_RESTARTS)), ("0", "0"), ("7", "7")])
+def test_the_plugin_raises_xdists_default_worker_restarts_and_keeps_a_given_one(given, kept):
+    """xdist's default (4 per worker) would leave tests unrun where ORTModule crashes more often."""
+    registered = []
+    config = types.SimpleNamespace(option=types.SimpleNamespace(maxworkerrestart=given, numprocesses=None),
+                                   pluginmanager=types.SimpleNamespace(register=lambda plugin, name: registered.append(plugin)))
+    crashes.pytest_configure(config)
+    for plugin in registered:
+        plugin.pytest_unconfigure(config)  # the time bound's own records folder
+    assert config.option.maxworkerrestart == kept
 
 
 def test_collect_findings_drafts_a_manifest_entry_per_unexpected_failure(python, project):
@@ -400,14 +414,15 @@ def test_collect_findings_drafts_a_manifest_entry_per_unexpected_failure(python,
 def test_a_hang_holding_the_gil_is_killed_from_outside_and_fails_one_property_naming_its_draw(python, project):
     """The worker sits in native code holding the GIL, where pytest-timeout's timer thread could not
     fire: the watchdog kills it at the bound, xdist replaces it, and the next test (on that worker:
-    -n 1) passes. The bound leaves the eager half room on a loaded machine (at 5 s it failed under load)."""
+    -n 1) passes. The next test is a quick one, so the bound need not leave room for a slow one on a
+    loaded machine (an eager layer-norm test, 5 s bound: it failed under load)."""
     nodeid = "suites/test_numerics.py::test_layernorm_is_as_accurate_as_eager"
-    result = run(python, project, nodeid, "--impl", "holds_the_gil,eager", "-n", "1", "--impl-timeout", "30",
-                 "--hypothesis-seed", "4321")
+    result = run(python, project, f"{nodeid}[holds_the_gil]", QUICK_EAGER, "--impl", "holds_the_gil,eager",
+                 "-n", "1", "--impl-timeout", "10", "--hypothesis-seed", "4321")
     result.assert_outcomes(passed=1, failed=1)
     output = result.stdout.str()
     assert f"crashed while running '{nodeid}[holds_the_gil]'" in output
-    assert re.search(rf"ortcheck watchdog: {re.escape(nodeid)}\[holds_the_gil\] ran past its time bound of 30 s and was "
+    assert re.search(rf"ortcheck watchdog: {re.escape(nodeid)}\[holds_the_gil\] ran past its time bound of 10 s and was "
                      r"killed from outside its process .*; last draw \(example 1\): offset=.*, width=.*, spread=.*, "
                      rf"seed=.*; replay: pytest '{re.escape(nodeid)}\[holds_the_gil\]' --hypothesis-seed=4321 "
                      r"--hypothesis-profile=dev", output)
