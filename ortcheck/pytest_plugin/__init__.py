@@ -6,7 +6,8 @@ own pipeline with ``pytest --impl NAME``:
 
 - :mod:`~ortcheck.pytest_plugin.options`: command-line options, markers, the implementations selected;
 - :mod:`~ortcheck.pytest_plugin.process`: the state every test process starts from (seed, threads, heap,
-  subnormals: helped by ``threadbudget``, ``heap`` and ``fpenv``);
+  subnormals, the run's convergence oracle curves: helped by ``threadbudget``, ``heap``, ``fpenv`` and
+  ``oracle_folder``);
 - :mod:`~ortcheck.pytest_plugin.fixtures`: ``impl``, ``device``, ``options`` (in both gradient delivery
   modes under the ``both_delivery_modes`` marker) and what skips as n/a;
 - :mod:`~ortcheck.pytest_plugin.manifests`: expected failures from the manifests, strict and as recorded;
