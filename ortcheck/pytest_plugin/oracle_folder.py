@@ -8,14 +8,9 @@ is kept between runs, where the code or the machine may have changed.
 """
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
-
-import pytest
-
 from ortcheck.convergence import oracle_runs
 from ortcheck.pytest_plugin import timebound
+from ortcheck.pytest_plugin.run_folder import RunFolder, given_to
 
 FOLDER_KEY = "ortcheck_oracle_runs"
 
@@ -24,21 +19,6 @@ def configure(config) -> None:
     """The controller registers the folder's owner; a worker shares its folder; pytest alone keeps
     the curves in its own memory."""
     if timebound.is_xdist_controller(config):
-        config.pluginmanager.register(FolderOwner(), "ortcheck-oracle-runs-folder")
+        config.pluginmanager.register(RunFolder(FOLDER_KEY, "ortcheck-oracle-runs-"), "ortcheck-oracle-runs-folder")
         return
-    folder = getattr(config, "workerinput", {}).get(FOLDER_KEY)
-    oracle_runs.share_in(Path(folder) if folder else None)
-
-
-class FolderOwner:
-    """The xdist controller: makes the run's folder, names it to each worker, removes it at the end."""
-
-    def __init__(self):
-        self.folder = Path(tempfile.mkdtemp(prefix="ortcheck-oracle-runs-"))
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node) -> None:
-        node.workerinput[FOLDER_KEY] = str(self.folder)
-
-    def pytest_unconfigure(self, config) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+    oracle_runs.share_in(given_to(config, FOLDER_KEY))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ortcheck import seed
-from ortcheck.pytest_plugin import watchdog
+from ortcheck.pytest_plugin import run_folder, watchdog
 
 _BOUND_KEY = pytest.StashKey[float]()
 RECORDS_KEY = "ortcheck_watchdog_records"
@@ -43,8 +43,7 @@ def plugin_for(config):
     """The plugin object for this process: the controller's, or the one of a process running tests."""
     if is_xdist_controller(config):
         return CrashRecords()
-    records = getattr(config, "workerinput", {}).get(RECORDS_KEY)
-    return BoundedTests(config, Path(records) if records else None)
+    return BoundedTests(config, run_folder.given_to(config, RECORDS_KEY))
 
 
 class BoundedTests:
@@ -111,15 +110,12 @@ def _short(value) -> str:
     return text if len(text) <= ARG_CHARS else text[:ARG_CHARS] + "..."
 
 
-class CrashRecords:
+class CrashRecords(run_folder.RunFolder):
     """The xdist controller: the workers' shared records folder; a watchdog's kill explained in the report."""
 
     def __init__(self):
-        self.records = Path(tempfile.mkdtemp(prefix="ortcheck-watchdog-"))
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node) -> None:
-        node.workerinput[RECORDS_KEY] = str(self.records)
+        super().__init__(RECORDS_KEY, "ortcheck-watchdog-")
+        self.records = self.folder
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem, report, sched) -> None:
@@ -127,6 +123,3 @@ class CrashRecords:
         if record is not None:  # last line: the one the report's matrix cell shows
             report.longrepr = "\n".join(filter(None, [str(report.longrepr), record["stacks"],
                                                       watchdog.describe(record)]))
-
-    def pytest_unconfigure(self, config) -> None:
-        shutil.rmtree(self.records, ignore_errors=True)
