@@ -49,7 +49,8 @@ def run_all(case: Case, impl: Implementation, options: Options = Options(), step
                                       training or case.training))
         # the oracle's runs never see the implementation: trained once per test run (oracle_runs)
         run_key = oracle_runs.key(case, steps, seed, options.device, settings.to_json(), initial, batches)
-        twins = functools.cache(lambda: (module_runs(initial, None, seed), input_runs(batches, seed)))
+        twins = functools.cache(lambda: (module_runs(initial, None, seed), input_runs(batches, seed)) if oracle
+                                else ({"eager": initial}, {"eager": batches}))
         for run in curves:
             if run != "actual":
                 curves[run].append(oracle_runs.curve(run_key, run, lambda run=run: train(

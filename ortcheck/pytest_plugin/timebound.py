@@ -115,11 +115,10 @@ class CrashRecords(run_folder.RunFolder):
 
     def __init__(self):
         super().__init__(RECORDS_KEY, "ortcheck-watchdog-")
-        self.records = self.folder
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem, report, sched) -> None:
-        record = watchdog.read_record(self.records, crashitem)
+        record = watchdog.read_record(self.folder, crashitem)
         if record is not None:  # last line: the one the report's matrix cell shows
             report.longrepr = "\n".join(filter(None, [str(report.longrepr), record["stacks"],
                                                       watchdog.describe(record)]))
