@@ -23,7 +23,7 @@ import torch
 from torch.onnx import _constants
 
 from reference import nested_io
-from reference.export import python_calls
+from reference.export import python_calls, remembered
 from reference.export.flat_module import FlatModule
 from reference.export.branches import reshape_shape_only_ifs
 from reference.export.detach import define_stop_gradient
@@ -67,10 +67,16 @@ class ExportedGraph:
 
 def export_module(module: torch.nn.Module, tensors: Sequence[torch.Tensor], schema: nested_io.Schema,
                   training: bool, opset: int | None = None) -> ExportedGraph:
+    """The training (or eval) graph of ``module`` on ``tensors``: traced, or remembered from a trace of
+    the same call (:mod:`reference.export.remembered`)."""
+    return remembered.export(_traced, module, tensors, schema, training, opset or _constants.ONNX_DEFAULT_OPSET)
+
+
+def _traced(module: torch.nn.Module, tensors: Sequence[torch.Tensor], schema: nested_io.Schema, training: bool,
+            opset: int) -> ExportedGraph:
     # The exporter restores the traced module's mode afterwards: it must be the mode we export in,
     # or exporting in eval would leave the user's module training.
     flat = FlatModule(module, schema).train(training)
-    opset = opset or _constants.ONNX_DEFAULT_OPSET
     input_names = tuple(f"input_{i}" for i in range(len(tensors)))
     mode = torch.onnx.TrainingMode.TRAINING if training else torch.onnx.TrainingMode.EVAL
     buffer = io.BytesIO()

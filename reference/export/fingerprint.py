@@ -1,0 +1,169 @@
+"""What a trace can read, as one hashable value: two calls with equal fingerprints trace alike.
+
+The exporter runs the module's forward under torch's tracer. What that forward can see is the module
+tree (each module's class, its attributes, its parameters and buffers, values included: a value read
+into Python control flow is baked into the graph), the flattened inputs and their schema, and global
+torch state (the default dtype, autocast, active modes, global module hooks). Everything is compared
+by value, tensors byte for byte; classes, functions and code objects by identity (with a function's
+closure cells and defaults by value), so the fingerprint holds them alive and no reused ``id`` can
+alias another object. The Python code itself, and the module-level globals it reads, are taken as
+fixed within a process.
+
+What it cannot compare by value makes the call :class:`Unfingerprintable`: an object of an unknown kind
+(no ``__dict__`` to walk), a tensor subclass, a tensor off the CPU, an active torch function or dispatch mode, a global module hook. Such a call is simply
+traced again.
+"""
+from __future__ import annotations
+
+import enum
+import functools
+import hashlib
+import types
+from typing import Any, Sequence
+
+import torch
+
+from reference.nested_io import Schema
+from reference.nested_io.schema import Constant
+
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size, torch.layout,
+          torch.memory_format, types.EllipsisType)
+_CODE = (type, types.CodeType, types.ModuleType, types.MethodDescriptorType, types.WrapperDescriptorType)
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+_MODULE_PARTS = ("_parameters", "_buffers", "_modules")
+_GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                 "_global_backward_pre_hooks", "_global_forward_hooks_always_called", "_global_module_registration_hooks",
+                 "_global_parameter_registration_hooks", "_global_buffer_registration_hooks")
+
+
+class Unfingerprintable(Exception):
+    """A call whose trace may read something not compared by value (the message says what)."""
+
+
+def of_call(module: torch.nn.Module, tensors: Sequence[torch.Tensor], schema: Schema, *settings) -> tuple:
+    """The fingerprint of exporting ``module`` on ``tensors`` (flattened per ``schema``) with ``settings``
+    (the exporter's own arguments: training, opset)."""
+    _refuse_global_interceptors()
+    walk = _Walk()
+    return (walk.module_tree(module), tuple(walk.tensor(t) for t in tensors), _schema(schema), settings,
+            _torch_state())
+
+
+def _torch_state() -> tuple:
+    autocast = tuple((device, torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
+                     for device in ("cpu", "cuda"))
+    return (torch.get_default_dtype(), autocast, torch.is_autocast_cache_enabled(), torch.is_grad_enabled(),
+            torch.are_deterministic_algorithms_enabled())
+
+
+def _refuse_global_interceptors() -> None:
+    from torch.nn.modules import module as module_globals
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    if _get_current_function_mode_stack() or _get_current_dispatch_mode_stack():
+        raise Unfingerprintable("a torch function or dispatch mode is active")
+    hooked = [name for name in _GLOBAL_HOOKS if getattr(module_globals, name, None)]
+    if hooked:
+        raise Unfingerprintable(f"global module hooks are registered ({', '.join(hooked)})")
+
+
+def _schema(schema: Schema) -> tuple:
+    """The schema's tree and leaves; a constant leaf counts only as a plain, immutable value."""
+    for leaf in schema.leaves:
+        if isinstance(leaf, Constant) and not isinstance(leaf.value, _PLAIN):
+            raise Unfingerprintable(f"an input constant of type {type(leaf.value).__name__}")
+    return (schema.tree, schema.leaves, schema.requires_grad)
+
+
+def tensor_digest(tensor: torch.Tensor) -> bytes:
+    """SHA-256 of a CPU tensor's values (its elements in order, whatever its strides)."""
+    data = tensor.detach().contiguous().reshape(-1)
+    return hashlib.sha256(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"").digest()
+
+
+class _Walk:
+    """One fingerprint's traversal: objects met again are referred to by their order of first visit
+    (shared submodules, cycles through parents), so the fingerprint keeps the sharing structure."""
+
+    def __init__(self):
+        self.visited: dict[int, int] = {}
+        self.alive: list[Any] = []  # keeps visited objects alive while the walk runs: no id is reused
+
+    def module_tree(self, module: torch.nn.Module) -> tuple:
+        return self.value(module)
+
+    def tensor(self, tensor: torch.Tensor) -> tuple:
+        """By value, and by identity within the walk: a parameter shared by two modules (tied weights)
+        is one graph input, two equal ones are two."""
+        return self.value(tensor)
+
+    def _tensor(self, tensor: torch.Tensor) -> tuple:
+        if type(tensor) not in _PLAIN_TENSORS:
+            raise Unfingerprintable(f"a tensor of type {type(tensor).__qualname__}")
+        if tensor.device.type != "cpu" or tensor.layout != torch.strided or tensor.is_quantized:
+            raise Unfingerprintable(f"a {tensor.layout} tensor on {tensor.device}")
+        return ("tensor", type(tensor), tensor.dtype, tuple(tensor.shape), tensor.stride(), tensor.requires_grad,
+                tensor_digest(tensor), self.value(tensor.__dict__))
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, _PLAIN) and not isinstance(value, enum.Enum):
+            return (type(value), value.hex() if isinstance(value, float) else value)
+        if isinstance(value, enum.Enum) or isinstance(value, _CODE):
+            return ("identity", value)
+        seen = self.visited.get(id(value))
+        if seen is not None:
+            return ("seen", seen)
+        self.visited[id(value)] = len(self.visited)
+        self.alive.append(value)
+        return self._container(value)
+
+    def _container(self, value: Any) -> tuple:
+        kind = type(value)
+        if isinstance(value, torch.Tensor):
+            return self._tensor(value)
+        if kind in (tuple, list):
+            return (kind, tuple(self.value(item) for item in value))
+        if isinstance(value, dict):
+            return (kind, tuple((self.value(k), self.value(v)) for k, v in value.items()))
+        if kind in (set, frozenset):
+            return (kind, frozenset(self.value(item) for item in value))
+        if isinstance(value, types.FunctionType):
+            cells = tuple(self.value(_contents(cell)) for cell in value.__closure__ or ())
+            return ("function", value, value.__code__, cells, self.value(value.__defaults__),
+                    self.value(value.__kwdefaults__))
+        if isinstance(value, types.MethodType):
+            return ("method", value.__func__, self.value(value.__self__))
+        if isinstance(value, types.BuiltinFunctionType):  # a C function, or one bound to an object (t.mul)
+            bound_to = value.__self__
+            if bound_to is None or isinstance(bound_to, types.ModuleType):
+                return ("builtin", value)
+            return ("builtin method", value.__name__, self.value(bound_to))
+        if isinstance(value, functools.partial):
+            return ("partial", self.value(value.func), self.value(value.args), self.value(value.keywords))
+        if isinstance(value, torch.nn.Module):
+            parts = tuple((part, self.value(getattr(value, part))) for part in _MODULE_PARTS)
+            rest = {k: v for k, v in vars(value).items() if k not in _MODULE_PARTS}
+            return ("module", kind, parts, self.value(rest))
+        if hasattr(value, "__dict__") and not _slot_state(kind):
+            return ("object", kind, self.value(vars(value)))
+        raise Unfingerprintable(f"an attribute of type {kind.__module__}.{kind.__qualname__}")
+
+
+def _contents(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # a cell not yet filled
+        return _EMPTY_CELL
+
+
+_EMPTY_CELL = ("empty cell",)
+
+
+def _slot_state(kind: type) -> bool:
+    """Whether instances keep state in slots, outside ``__dict__``."""
+    for cls in kind.__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        if any(slot not in ("__dict__", "__weakref__") for slot in ((slots,) if isinstance(slots, str) else slots)):
+            return True
+    return False
