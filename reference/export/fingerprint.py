@@ -5,8 +5,8 @@ tree (each module's class, its attributes, its parameters and buffers, values in
 into Python control flow is baked into the graph), the flattened inputs and their schema, and global
 torch state (the default dtype, autocast, active modes, global module hooks). Everything is compared
 by value, tensors byte for byte; classes, functions and code objects by identity (with a function's
-closure cells and defaults by value), so the fingerprint holds them alive and no reused ``id`` can
-alias another object. The Python code itself, and the module-level globals it reads, are taken as
+closure cells and defaults by value), through weak references where they take one: a remembered
+fingerprint keeps no closure's captured model alive, and one whose object died equals no other. The Python code itself, and the module-level globals it reads, are taken as
 fixed within a process.
 
 What it cannot compare by value makes the call :class:`Unfingerprintable`: an object of an unknown kind
@@ -19,6 +19,7 @@ import enum
 import functools
 import hashlib
 import types
+import weakref
 from typing import Any, Sequence
 
 import torch
@@ -110,7 +111,7 @@ class _Walk:
         if isinstance(value, _PLAIN) and not isinstance(value, enum.Enum):
             return (type(value), value.hex() if isinstance(value, float) else value)
         if isinstance(value, enum.Enum) or isinstance(value, _CODE):
-            return ("identity", value)
+            return ("identity", _weak(value))
         seen = self.visited.get(id(value))
         if seen is not None:
             return ("seen", seen)
@@ -130,14 +131,14 @@ class _Walk:
             return (kind, frozenset(self.value(item) for item in value))
         if isinstance(value, types.FunctionType):
             cells = tuple(self.value(_contents(cell)) for cell in value.__closure__ or ())
-            return ("function", value, value.__code__, cells, self.value(value.__defaults__),
+            return ("function", _weak(value), value.__code__, cells, self.value(value.__defaults__),
                     self.value(value.__kwdefaults__))
         if isinstance(value, types.MethodType):
-            return ("method", value.__func__, self.value(value.__self__))
+            return ("method", _weak(value.__func__), self.value(value.__self__))
         if isinstance(value, types.BuiltinFunctionType):  # a C function, or one bound to an object (t.mul)
             bound_to = value.__self__
             if bound_to is None or isinstance(bound_to, types.ModuleType):
-                return ("builtin", value)
+                return ("builtin", _weak(value))
             return ("builtin method", value.__name__, self.value(bound_to))
         if isinstance(value, functools.partial):
             return ("partial", self.value(value.func), self.value(value.args), self.value(value.keywords))
@@ -148,6 +149,15 @@ class _Walk:
         if hasattr(value, "__dict__") and not _slot_state(kind):
             return ("object", kind, self.value(vars(value)))
         raise Unfingerprintable(f"an attribute of type {kind.__module__}.{kind.__qualname__}")
+
+
+def _weak(value: Any) -> Any:
+    """A weak reference to ``value`` (equal to another one while both are alive and refer to the same
+    object), or ``value`` itself where it takes none (C functions, code objects: they hold no data)."""
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return value
 
 
 def _contents(cell: types.CellType) -> Any:

@@ -217,3 +217,28 @@ def test_the_least_recently_used_export_goes_first(monkeypatch):
     for module in [*modules, modules[2], modules[0]]:
         _export(module, x)
     assert remembered.stats == {"traced": 4, "remembered": 1}
+
+
+def test_a_remembered_call_keeps_no_closure_alive():
+    """A function attribute's closure may hold a whole model's weights: the remembered fingerprint refers
+    to the function weakly, so they go when their user drops them."""
+    import gc
+    import weakref
+
+    class Applies(torch.nn.Module):
+        def __init__(self, function):
+            super().__init__()
+            self.function = function
+
+        def forward(self, x):
+            return self.function(x)
+
+    def applying(weight):
+        return lambda y: y @ weight
+
+    module = Applies(applying(torch.randn(3, 3)))
+    gone = weakref.ref(module.function.__closure__[0].cell_contents)
+    _export(module, torch.randn(2, 3))
+    del module
+    gc.collect()
+    assert gone() is None and remembered.stats == {"traced": 1}
