@@ -124,17 +124,18 @@ def test_tied_weights_are_another_call_than_equal_ones():
     assert len(_export(tied, x).state_names) == 1 and len(_export(untied, x).state_names) == 2
 
 
+class Applies(torch.nn.Module):
+    def __init__(self, function):
+        super().__init__()
+        self.function = function
+
+    def forward(self, x):
+        return self.function(x)
+
+
 def test_a_function_attribute_counts_by_its_closure_values():
     def scaled_by(factor):
         return lambda y: y * factor
-
-    class Applies(torch.nn.Module):
-        def __init__(self, function):
-            super().__init__()
-            self.function = function
-
-        def forward(self, x):
-            return self.function(x)
 
     x = torch.randn(2, 3)
     same = [fingerprint.of_call(m, *_call(m, x), True, 17) for m in (Applies(scaled_by(2.0)), Applies(scaled_by(2.0)))]
@@ -224,14 +225,6 @@ def test_a_remembered_call_keeps_no_closure_alive():
     to the function weakly, so they go when their user drops them."""
     import gc
     import weakref
-
-    class Applies(torch.nn.Module):
-        def __init__(self, function):
-            super().__init__()
-            self.function = function
-
-        def forward(self, x):
-            return self.function(x)
 
     def applying(weight):
         return lambda y: y @ weight
