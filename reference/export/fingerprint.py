@@ -43,11 +43,14 @@ class Unfingerprintable(Exception):
 
 def of_call(module: torch.nn.Module, tensors: Sequence[torch.Tensor], schema: Schema, *settings) -> tuple:
     """The fingerprint of exporting ``module`` on ``tensors`` (flattened per ``schema``) with ``settings``
-    (the exporter's own arguments: training, opset)."""
+    (the exporter's own arguments: training, opset): a digest of the values walked, the objects compared
+    by identity, and the schema, settings and torch state as they are."""
     _refuse_global_interceptors()
     walk = _Walk()
-    return (walk.module_tree(module), tuple(walk.tensor(t) for t in tensors), _schema(schema), settings,
-            _torch_state())
+    walk.value(module)
+    for tensor in tensors:
+        walk.value(tensor)
+    return (walk.digest.digest(), tuple(walk.identities), _schema(schema), settings, _torch_state())
 
 
 def _torch_state() -> tuple:
@@ -84,71 +87,105 @@ def tensor_digest(tensor: torch.Tensor) -> bytes:
 
 
 class _Walk:
-    """One fingerprint's traversal: objects met again are referred to by their order of first visit
-    (shared submodules, cycles through parents), so the fingerprint keeps the sharing structure."""
+    """One fingerprint's traversal, written into a digest as length-prefixed tokens; objects compared by
+    identity go to a list (the digest holds their place in it). Objects met again are written as their
+    order of first visit (shared submodules, tied weights, cycles through parents), so the fingerprint
+    keeps the sharing structure: one parameter shared by two modules is one graph input, two equal
+    ones are two."""
 
     def __init__(self):
+        self.digest = hashlib.sha256()
+        self.identities: list[Any] = []
         self.visited: dict[int, int] = {}
         self.alive: list[Any] = []  # keeps visited objects alive while the walk runs: no id is reused
 
-    def module_tree(self, module: torch.nn.Module) -> tuple:
-        return self.value(module)
+    def write(self, *tokens: Any) -> None:
+        for token in tokens:
+            data = token if isinstance(token, bytes) else repr(token).encode()
+            self.digest.update(len(data).to_bytes(8, "little"))
+            self.digest.update(data)
 
-    def tensor(self, tensor: torch.Tensor) -> tuple:
-        """By value, and by identity within the walk: a parameter shared by two modules (tied weights)
-        is one graph input, two equal ones are two."""
-        return self.value(tensor)
+    def identity(self, value: Any) -> None:
+        self.identities.append(_weak(value))
+        self.write("identity", len(self.identities) - 1)
 
-    def _tensor(self, tensor: torch.Tensor) -> tuple:
+    def value(self, value: Any) -> None:
+        if isinstance(value, _PLAIN) and not isinstance(value, enum.Enum):
+            self.write(type(value).__qualname__, value.hex() if isinstance(value, float) else value)
+            return
+        if isinstance(value, enum.Enum) or isinstance(value, _CODE):
+            self.identity(value)
+            return
+        seen = self.visited.get(id(value))
+        if seen is not None:
+            self.write("seen", seen)
+            return
+        self.visited[id(value)] = len(self.visited)
+        self.alive.append(value)
+        self._container(value)
+
+    def items(self, tag: str, values) -> None:
+        values = list(values)
+        self.write(tag, len(values))
+        for item in values:
+            self.value(item)
+
+    def _container(self, value: Any) -> None:
+        kind = type(value)
+        if isinstance(value, torch.Tensor):
+            self._tensor(value)
+        elif kind in (tuple, list):
+            self.items(kind.__name__, value)
+        elif isinstance(value, dict):
+            self.identity(kind)
+            self.items("dict", [part for pair in value.items() for part in pair])
+        elif kind in (set, frozenset):  # in an order of their own fingerprints
+            walks = sorted((_alone(item) for item in value), key=lambda walk: walk[0])
+            self.write(kind.__name__, *[digest for digest, _ in walks])
+            for _, identities in walks:
+                self.items("identities of an item", identities)
+        elif isinstance(value, types.FunctionType):
+            self.identity(value)
+            self.identity(value.__code__)
+            self.items("closure", [_contents(cell) for cell in value.__closure__ or ()])
+            self.items("defaults", [value.__defaults__, value.__kwdefaults__])
+        elif isinstance(value, types.MethodType):
+            self.identity(value.__func__)
+            self.items("method of", [value.__self__])
+        elif isinstance(value, types.BuiltinFunctionType):  # a C function, or one bound to an object (t.mul)
+            bound_to = value.__self__
+            if bound_to is None or isinstance(bound_to, types.ModuleType):
+                self.identity(value)
+            else:
+                self.write("builtin method", value.__name__)
+                self.value(bound_to)
+        elif isinstance(value, functools.partial):
+            self.items("partial", [value.func, value.args, value.keywords])
+        elif isinstance(value, torch.nn.Module):
+            self.identity(kind)
+            self.items("module", [getattr(value, part) for part in _MODULE_PARTS])
+            self.value({k: v for k, v in vars(value).items() if k not in _MODULE_PARTS})
+        elif hasattr(value, "__dict__") and not _slot_state(kind):
+            self.identity(kind)
+            self.value(vars(value))
+        else:
+            raise Unfingerprintable(f"an attribute of type {kind.__module__}.{kind.__qualname__}")
+
+    def _tensor(self, tensor: torch.Tensor) -> None:
         if type(tensor) not in _PLAIN_TENSORS:
             raise Unfingerprintable(f"a tensor of type {type(tensor).__qualname__}")
         if tensor.device.type != "cpu" or tensor.layout != torch.strided or tensor.is_quantized:
             raise Unfingerprintable(f"a {tensor.layout} tensor on {tensor.device}")
-        return ("tensor", type(tensor), tensor.dtype, tuple(tensor.shape), tensor.stride(), tensor.requires_grad,
-                tensor_digest(tensor), self.value(tensor.__dict__))
+        self.write("tensor", type(tensor).__qualname__, tensor.dtype, tuple(tensor.shape), tensor.stride(),
+                   tensor.requires_grad, tensor_digest(tensor))
+        self.value(tensor.__dict__)
 
-    def value(self, value: Any) -> Any:
-        if isinstance(value, _PLAIN) and not isinstance(value, enum.Enum):
-            return (type(value), value.hex() if isinstance(value, float) else value)
-        if isinstance(value, enum.Enum) or isinstance(value, _CODE):
-            return ("identity", _weak(value))
-        seen = self.visited.get(id(value))
-        if seen is not None:
-            return ("seen", seen)
-        self.visited[id(value)] = len(self.visited)
-        self.alive.append(value)
-        return self._container(value)
 
-    def _container(self, value: Any) -> tuple:
-        kind = type(value)
-        if isinstance(value, torch.Tensor):
-            return self._tensor(value)
-        if kind in (tuple, list):
-            return (kind, tuple(self.value(item) for item in value))
-        if isinstance(value, dict):
-            return (kind, tuple((self.value(k), self.value(v)) for k, v in value.items()))
-        if kind in (set, frozenset):
-            return (kind, frozenset(self.value(item) for item in value))
-        if isinstance(value, types.FunctionType):
-            cells = tuple(self.value(_contents(cell)) for cell in value.__closure__ or ())
-            return ("function", _weak(value), value.__code__, cells, self.value(value.__defaults__),
-                    self.value(value.__kwdefaults__))
-        if isinstance(value, types.MethodType):
-            return ("method", _weak(value.__func__), self.value(value.__self__))
-        if isinstance(value, types.BuiltinFunctionType):  # a C function, or one bound to an object (t.mul)
-            bound_to = value.__self__
-            if bound_to is None or isinstance(bound_to, types.ModuleType):
-                return ("builtin", _weak(value))
-            return ("builtin method", value.__name__, self.value(bound_to))
-        if isinstance(value, functools.partial):
-            return ("partial", self.value(value.func), self.value(value.args), self.value(value.keywords))
-        if isinstance(value, torch.nn.Module):
-            parts = tuple((part, self.value(getattr(value, part))) for part in _MODULE_PARTS)
-            rest = {k: v for k, v in vars(value).items() if k not in _MODULE_PARTS}
-            return ("module", kind, parts, self.value(rest))
-        if hasattr(value, "__dict__") and not _slot_state(kind):
-            return ("object", kind, self.value(vars(value)))
-        raise Unfingerprintable(f"an attribute of type {kind.__module__}.{kind.__qualname__}")
+def _alone(value: Any) -> tuple[bytes, list]:
+    """A set member's own fingerprint (digest, identities): members are written in the order of these."""
+    walk = _Walk()
+    walk.value(value)
+    return walk.digest.digest(), walk.identities
 
 
 def _weak(value: Any) -> Any:
