@@ -6,12 +6,12 @@ into Python control flow is baked into the graph), the flattened inputs and thei
 torch state (the default dtype, autocast, active modes, global module hooks). Everything is compared
 by value, tensors byte for byte; classes, functions and code objects by identity (with a function's
 closure cells and defaults by value), through weak references where they take one: a remembered
-fingerprint keeps no closure's captured model alive, and one whose object died equals no other. The Python code itself, and the module-level globals it reads, are taken as
-fixed within a process.
+fingerprint keeps no closure's captured model alive, and one whose object died equals no other. The
+Python code itself, and the module-level globals it reads, are taken as fixed within a process.
 
 What it cannot compare by value makes the call :class:`Unfingerprintable`: an object of an unknown kind
-(no ``__dict__`` to walk), a tensor subclass, a tensor off the CPU, an active torch function or dispatch mode, a global module hook. Such a call is simply
-traced again.
+(no ``__dict__`` to walk), a tensor subclass, a tensor off the CPU, an active torch function or
+dispatch mode, a global module hook. Such a call is simply traced again.
 """
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ import weakref
 from typing import Any, Sequence
 
 import torch
+from torch.nn.modules import module as module_globals
+from torch.overrides import _get_current_function_mode_stack
+from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
 from reference.nested_io import Schema
 from reference.nested_io.schema import Constant
@@ -61,10 +64,6 @@ def _torch_state() -> tuple:
 
 
 def _refuse_global_interceptors() -> None:
-    from torch.nn.modules import module as module_globals
-    from torch.overrides import _get_current_function_mode_stack
-    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
-
     if _get_current_function_mode_stack() or _get_current_dispatch_mode_stack():
         raise Unfingerprintable("a torch function or dispatch mode is active")
     hooked = [name for name in _GLOBAL_HOOKS if getattr(module_globals, name, None)]
@@ -73,11 +72,12 @@ def _refuse_global_interceptors() -> None:
 
 
 def _schema(schema: Schema) -> tuple:
-    """The schema's tree and leaves; a constant leaf counts only as a plain, immutable value."""
+    """The schema's tree and leaves (which tensors require grad is walked with the tensors); a constant
+    leaf counts only as a plain, immutable value."""
     for leaf in schema.leaves:
         if isinstance(leaf, Constant) and not isinstance(leaf.value, _PLAIN):
             raise Unfingerprintable(f"an input constant of type {type(leaf.value).__name__}")
-    return (schema.tree, schema.leaves, schema.requires_grad)
+    return (schema.tree, schema.leaves)
 
 
 def tensor_digest(tensor: torch.Tensor) -> bytes:
