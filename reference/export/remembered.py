@@ -43,6 +43,7 @@ class _Entry:
 
 
 _remembered: collections.OrderedDict = collections.OrderedDict()
+_bytes = 0  # the remembered graphs' total size, kept as they come and go: iterating the OrderedDict hashes every key
 stats = collections.Counter()  # "traced", "remembered", "not fingerprinted", "impure": what each call did
 
 
@@ -72,7 +73,9 @@ def export(trace: Callable, module: torch.nn.Module, tensors, schema, *settings)
 
 
 def forget() -> None:
+    global _bytes
     _remembered.clear()
+    _bytes = 0
 
 
 def _changed_by_trace(before: tuple, module, tensors, schema, settings) -> bool:
@@ -83,9 +86,12 @@ def _changed_by_trace(before: tuple, module, tensors, schema, settings) -> bool:
 
 
 def _remember(key: tuple, entry: _Entry) -> None:
+    global _bytes
+    replaced = _remembered.get(key)
+    _bytes += entry.size - (replaced.size if replaced is not None else 0)
     _remembered[key] = entry
-    while len(_remembered) > MAX_EXPORTS or sum(e.size for e in _remembered.values()) > MAX_BYTES:
-        _remembered.popitem(last=False)
+    while len(_remembered) > MAX_EXPORTS or _bytes > MAX_BYTES:
+        _bytes -= _remembered.popitem(last=False)[1].size
 
 
 def _copy(exported):

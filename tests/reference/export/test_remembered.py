@@ -220,6 +220,16 @@ def test_the_least_recently_used_export_goes_first(monkeypatch):
     assert remembered.stats == {"traced": 4, "remembered": 1}
 
 
+def test_the_graphs_kept_stay_within_the_byte_bound(monkeypatch):
+    modules, x = [torch.nn.Linear(3, 3) for _ in range(3)], torch.randn(2, 3)
+    one_graph = _export(modules[0], x).model.ByteSize()
+    monkeypatch.setattr(remembered, "MAX_BYTES", 2 * one_graph)
+    for module in [*modules[1:], modules[1], modules[0]]:  # m0 goes when m2 comes; m1 stays
+        _export(module, x)
+    assert remembered.stats == {"traced": 4, "remembered": 1}
+    assert remembered._bytes == sum(entry.size for entry in remembered._remembered.values()) <= 2 * one_graph
+
+
 def test_a_remembered_call_keeps_no_closure_alive():
     """A function attribute's closure may hold a whole model's weights: the remembered fingerprint refers
     to the function weakly, so they go when their user drops them."""
