@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ortcheck.impls import Capability
+from ortcheck.models.seeding import manual_seed
 
 pytestmark = pytest.mark.requires(Capability.TRAINS)
 
@@ -35,7 +36,7 @@ def test_dropout_output_and_gradient_share_one_mask(impl, options, p, seed):
     generator = torch.Generator().manual_seed(seed)
     x = (torch.rand(64, 64, generator=generator) + 0.5).to(options.device).requires_grad_()  # no zeros: 0 out = dropped
     dy = torch.randn(64, 64, generator=generator).to(options.device)
-    torch.manual_seed(seed)
+    manual_seed(seed)
     wrapped = impl.wrap(DropoutOnly(p).train(), options)
 
     y = wrapped(x)

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
 from ortcheck.impls import Capability
 from ortcheck.models.forward_patterns import FEATURES, PATTERNS
+from ortcheck.models.seeding import manual_seed
 from ortcheck.stateful.contract import Call, Contract, eager_reads, memory_options
 
 pytestmark = pytest.mark.requires(Capability.TRAINS)
@@ -69,7 +70,7 @@ BATCH_SEQUENCES = st.tuples(st.just(2), st.integers(3, 4), st.lists(st.integers(
 @settings(max_examples=max(3, settings().max_examples // 30), deadline=None)  # 3 (dev, ci), 33 (nightly): 3-4 exports each
 @given(batches=BATCH_SEQUENCES, seed=st.integers(0, 2**16))
 def test_forward_patterns_train_like_eager(impl, options, name, batches, seed):
-    torch.manual_seed(seed)
+    manual_seed(seed)
     eager = PATTERNS[name]().to(options.device)
     modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options))
     contract = Contract()

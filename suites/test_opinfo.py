@@ -33,6 +33,7 @@ from hypothesis import settings
 from ortcheck.checks.one_op import OneOp, check_one_op
 from ortcheck.checks.oracle import OracleError
 from ortcheck.impls import Capability
+from ortcheck.models.seeding import manual_seed
 from ortcheck.strategies import opinfo
 
 pytestmark = pytest.mark.requires(Capability.TRAINS)
@@ -54,7 +55,7 @@ def _judge_shapes(impl, options, case, label: str) -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("op", opinfo.ids())
 def test_opinfo_samples_train_like_eager(impl, options, op, dtype):
-    torch.manual_seed(0)
+    manual_seed(0)
     random = opinfo.draws_random(opinfo.lookup(op))
     wrong_values = []
     for index, case in enumerate(opinfo.cases(op, getattr(torch, dtype), _samples(), options.device)):

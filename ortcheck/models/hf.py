@@ -17,6 +17,8 @@ import importlib.util
 
 import torch
 
+from ortcheck.models.seeding import manual_seed
+
 VOCAB = 64
 IMAGE_SIDE, CLASSES = 8, 4
 INSTALL = "pip install 'ortcheck[models]'  (or: pip install transformers)"
@@ -61,7 +63,7 @@ class Architecture:
             if hasattr(config, key):
                 setattr(config, key, 0.0)
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+            manual_seed(seed)
             return getattr(transformers, self.model)(config).train()
 
 

@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ortcheck.models.seeding import manual_seed
+
 IN, WIDTH, OUT, BATCH = 3, 4, 2, 3
 BLOCKS = 4
 
@@ -83,7 +85,7 @@ class Subject(nn.Module):
 
 def _seeded(build: Callable[[], nn.Module], seed: int) -> nn.Module:
     with torch.random.fork_rng():
-        torch.manual_seed(seed)
+        manual_seed(seed)
         return build()
 
 

@@ -19,6 +19,7 @@ from ortcheck.checks.autocast import autocast_region
 from ortcheck.checks.oracle import assert_matches_oracle
 from ortcheck.checks.runs import RUNS, input_runs, module_runs
 from ortcheck.impls.base import Implementation, Options
+from ortcheck.models.seeding import manual_seed
 from ortcheck.models.transition_subject import TransitionSubject
 from ortcheck.stateful.contract import Call, Contract, memory_options, unit_axes
 from ortcheck.stateful.inputs import Inputs
@@ -41,7 +42,7 @@ class _Pending:
 class Scenario:
     def __init__(self, impl: Implementation, options: Options = Options(), contract: Contract | None = None):
         self.impl, self.options, self.initial_options = impl, options, options
-        torch.manual_seed(0)
+        manual_seed(0)
         eager = TransitionSubject().to(options.device)
         self.modules = module_runs(eager, impl.wrap(copy.deepcopy(eager), options))
         self.optimizers = {run: torch.optim.SGD(module.parameters(), lr=LEARNING_RATE)
