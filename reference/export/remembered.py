@@ -72,6 +72,11 @@ def export(trace: Callable, module: torch.nn.Module, tensors, schema, *settings)
     return exported
 
 
+def held() -> tuple[int, int]:
+    """How many exports are remembered, and their graphs' bytes."""
+    return len(_remembered), _bytes
+
+
 def forget() -> None:
     global _bytes
     _remembered.clear()

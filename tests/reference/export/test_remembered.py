@@ -227,7 +227,7 @@ def test_the_graphs_kept_stay_within_the_byte_bound(monkeypatch):
     for module in [*modules[1:], modules[1], modules[0]]:  # m0 goes when m2 comes; m1 stays
         _export(module, x)
     assert remembered.stats == {"traced": 4, "remembered": 1}
-    assert remembered._bytes == sum(entry.size for entry in remembered._remembered.values()) <= 2 * one_graph
+    assert remembered.held() == (2, 2 * one_graph)
 
 
 def test_a_remembered_call_keeps_no_closure_alive():
