@@ -12,7 +12,8 @@ own pipeline with ``pytest --impl NAME``:
   modes under the ``both_delivery_modes`` marker) and what skips as n/a;
 - :mod:`~ortcheck.pytest_plugin.manifests`: expected failures from the manifests, strict and as recorded;
 - :mod:`~ortcheck.pytest_plugin.crashes`: time bounds (``timebound``, kept from outside the process by
-  ``watchdog``), recorded crashes in a child (``forked``), crashed workers, tests that never reported.
+  ``watchdog``), recorded crashes in a child (``forked``), crashed workers, tests that never reported;
+- :mod:`~ortcheck.pytest_plugin.distribution`: how xdist spreads the tests over its workers.
 
 The helper modules beside the jobs are no plugins: the jobs register what they need of them.
 """
@@ -20,7 +21,7 @@ import pytest
 
 from ortcheck.report.collector import NOT_APPLICABLE
 
-pytest_plugins = [f"{__name__}.{job}" for job in ("options", "process", "fixtures", "manifests", "crashes")]
+pytest_plugins = [f"{__name__}.{job}" for job in ("options", "process", "fixtures", "manifests", "crashes", "distribution")]
 
 
 def not_applicable(reason: str) -> None:

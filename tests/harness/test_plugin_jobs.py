@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-JOBS = ("options", "process", "fixtures", "manifests", "crashes")
+JOBS = ("options", "process", "fixtures", "manifests", "crashes", "distribution")
 
 
 @pytest.fixture
@@ -61,3 +61,14 @@ def test_dash_p_alone_loads_every_job(python, project, monkeypatch):
     result = python.runpytest(project, "-p", "_hypothesis_pytestplugin", "-p", "ortcheck.pytest_plugin",
                               "--impl", "plain")
     result.assert_outcomes(passed=2, skipped=1)
+
+
+@pytest.mark.parametrize("args, expected", [(("-n", "2"), "worksteal"), (("-n", "2", "--dist", "load"), "load"),
+                                            (("-n", "0"), "no"), ((), "no")])
+def test_workers_without_a_distribution_steal_work_and_an_explicit_one_is_kept(python, project, args, expected):
+    """xdist's default ``load`` left one worker running slow properties alone at the end of a run
+    (``ortcheck/pytest_plugin/distribution.py``)."""
+    with open(project.path / "conftest.py", "a") as conftest:
+        conftest.write("\ndef pytest_configure(config):\n    print('distribution:', config.option.dist)\n")
+    result = python.runpytest(project, "--collect-only", "-q", *args)
+    result.stdout.fnmatch_lines([f"distribution: {expected}"])
