@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-DEFAULT = "worksteal"
+DEFAULT = "worksteal"  # pytest-xdist 3.2 and later (pyproject.toml)
 
 
 @pytest.hookimpl(wrapper=True)
