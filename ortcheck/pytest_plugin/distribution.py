@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-DEFAULT = "worksteal"  # pytest-xdist 3.2 and later (pyproject.toml)
+DEFAULT = "worksteal"  # pytest-xdist 3.2.1 and later (pyproject.toml): 3.2.0 could hang in it
 
 
 @pytest.hookimpl(wrapper=True)
