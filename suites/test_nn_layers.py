@@ -40,7 +40,7 @@ from torch import nn
 
 from ortcheck.checks import RUNS, assert_matches_oracle, input_runs, module_runs
 from ortcheck.impls import Capability
-from ortcheck.models.seeding import manual_seed
+from ortcheck.models.seeding import seeded
 from ortcheck.profiles import costly
 from ortcheck.strategies.nn_layers import LAYERS, NAMES, Example
 from ortcheck.strategies.nn_layers import blocks, wrappers
@@ -77,8 +77,7 @@ def check_layer(impl, options, layer: str, drawn: Example, seed: int) -> None:
     """Forward, then backward of sum(output * seeded weights) over every float output; the oracle
     judges outputs, parameter and input gradients, and buffers and parameters after the step."""
     generator = torch.Generator().manual_seed(seed)
-    with torch.random.fork_rng(devices=[]):
-        manual_seed(seed)
+    with seeded(seed):
         eager = drawn.module()
     if drawn.eval:
         _randomize_running_stats(eager, generator)

@@ -17,7 +17,7 @@ import importlib.util
 
 import torch
 
-from ortcheck.models.seeding import manual_seed
+from ortcheck.models.seeding import seeded
 
 VOCAB = 64
 IMAGE_SIDE, CLASSES = 8, 4
@@ -62,8 +62,7 @@ class Architecture:
         for key in _DROPOUTS:
             if hasattr(config, key):
                 setattr(config, key, 0.0)
-        with torch.random.fork_rng(devices=[]):
-            manual_seed(seed)
+        with seeded(seed):
             return getattr(transformers, self.model)(config).train()
 
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 
 from ortcheck.checks.runs import float64_copy, to_float64
-from ortcheck.models.seeding import manual_seed
+from ortcheck.models.seeding import seeded
 from ortcheck.nested import leaves
 from ortcheck.usercheck.errors import UserInputError
 
@@ -85,8 +85,7 @@ def build_model(factory: Callable, spec: str = "factory") -> torch.nn.Module:
 
 def make_batch(batch_fn: Callable, size: int, seed: int, spec: str = "batch") -> Batch:
     """``batch_fn(size)`` with torch's RNG seeded, so every run of a check sees the same values."""
-    with torch.random.fork_rng(devices=[]):
-        manual_seed(seed)
+    with seeded(seed):
         return Batch.of(_call_user(batch_fn, (size,), f"{spec}({size}) raised"))
 
 
