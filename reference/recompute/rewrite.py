@@ -73,6 +73,7 @@ def apply(facts: ForwardFacts, occurrences: Sequence[Occurrence]) -> GradientGra
     del body.node[:]
     body.node.extend(nodes)
     body.initializer.extend(t for name, t in initializers.items() if name not in present_initializers)
+    _import_domains(backward, graphs.forward, new_nodes)
 
     stashed = tuple(name for name in graphs.stashed if name not in removed)
     stashed += tuple(sorted(leaves - set(stashed), key=lambda n: facts.order[id(facts.producer[n])]))
@@ -91,6 +92,15 @@ def apply(facts: ForwardFacts, occurrences: Sequence[Occurrence]) -> GradientGra
     del forward.graph.output[:]
     forward.graph.output.extend(model_outputs + [outputs.get(name) or value_info(name, facts.types[name]) for name in stashed])
     return dataclasses.replace(graphs, forward=forward, backward=backward, forward_inputs_needed=needed, stashed=stashed)
+
+
+def _import_domains(backward: onnx.ModelProto, forward: onnx.ModelProto, nodes: Sequence[onnx.NodeProto]) -> None:
+    """The forward's opset of each domain a clone brings along (a fused ``com.microsoft`` product) that
+    backward did not import: without it the graph is invalid (ONNX's shape inference refuses it)."""
+    imported = {entry.domain or "ai.onnx" for entry in backward.opset_import}
+    used = {node.domain or "ai.onnx" for node in nodes}
+    backward.opset_import.extend(entry for entry in forward.opset_import
+                                 if (entry.domain or "ai.onnx") in used - imported)
 
 
 def _clone(facts: ForwardFacts, node: onnx.NodeProto, renamed: dict[str, str], names: UniqueNames) -> list[onnx.NodeProto]:

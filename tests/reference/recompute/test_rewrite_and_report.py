@@ -1,5 +1,6 @@
 """Applying plans: backward reads recomputed values equal to the stashed ones bit for bit, the
 stash shrinks by exactly what the report claims, and the report's numbers are the graph's."""
+import onnx
 import onnxruntime
 import pytest
 import sympy
@@ -9,6 +10,7 @@ from reference.recompute import optimize
 from reference.recompute.config import load
 from reference.grads import OrtGraphFunction
 from reference.runtime import TrainingRunner
+from tests.reference.recompute.conftest import build
 
 
 def run(built, graphs):
@@ -56,3 +58,22 @@ def test_the_report_is_sorted_by_saving_with_symbolic_and_concrete_bytes(bloom):
 def test_level_0_without_config_applies_nothing_and_shows_every_plan_off(bloom):
     optimized, report = optimize(bloom.graphs, 0, (), bloom.sizes)
     assert optimized is bloom.graphs and report.plans and not any(row.enabled for row in report.plans)
+
+
+def test_a_recomputed_fused_product_brings_its_domain_into_backward():
+    """A Linear on a rank-3 input exports as MatMul, fused in forward into com.microsoft's FusedMatMul;
+    GELU's backward reads its input, so level 1 recomputes the product there, where no
+    com.microsoft op was before. The clone needs that domain's import, or
+    the graph is invalid (ONNX's shape inference refused it under autocast: the transitions property,
+    ``Forward(rank=3), Step(), SetMemoryOptimizer(level=1), Forward(dtype='float16')``)."""
+    torch.manual_seed(0)
+    model = build(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.GELU()), torch.randn(2, 5, 4))
+    optimized, _ = optimize(model.graphs, 1, (), model.sizes)
+    backward = optimized.backward
+    recomputed = [node for node in backward.graph.node if node.name.endswith("_recompute")]
+    assert any(node.domain == "com.microsoft" for node in recomputed), [n.op_type for n in recomputed]
+    imported = {entry.domain for entry in backward.opset_import}
+    assert {node.domain for node in backward.graph.node} <= imported | {""}
+    onnx.shape_inference.infer_shapes(backward, strict_mode=True)
+    (logits, grads, *_), (logits2, grads2, *_) = run(model, model.graphs), run(model, optimized)
+    assert torch.equal(logits, logits2) and all(torch.equal(a, b) for a, b in zip(grads, grads2))
