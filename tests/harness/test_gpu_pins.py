@@ -70,9 +70,9 @@ def test_cuda_major_reads_names_and_versions():
 
 
 # pip's lazy wheel reads a wheel's end 10 KB per request until it holds the zip's whole central directory:
-# torch's is ~5.5 MB, 558 round trips one after another (gpu.txt: 1,206 requests, 85 s). 1 MB requests read it
-# in 6 and change no byte pip sees, nor its resolution (gpu.txt: 231 requests, 29 s). Where a pip release no longer has that default, pip runs
-# as it is: slower, the same verdict.
+# torch's is ~5.5 MB, 558 round trips one after another (gpu.txt: 1,206 requests, 85 s). 1 MB requests read
+# it in 6 and change no byte pip sees, nor its resolution (gpu.txt: 231 requests, 29 s). Where a pip release
+# no longer has that default, pip runs as it is: slower, the same verdict.
 PIP_WITH_WIDER_RANGES = """
 import sys
 try:
