@@ -13,7 +13,9 @@ is multiplied by (1 + u·eps/2), u uniform in [-1, 1] (seeded), eps that of the 
 computes in (the module's parameters, the inputs' dtypes before the float64 copy): a float64 module
 is moved by float64 roundings only, so a float64 finding stays one. The run's distance from the
 exact one then carries the Σ|terms| scale of every later sum, cancelling or not, as a continuous
-sample (a float32 ±1-ulp sample of two equal sums cancels half the time: tests/harness/test_rounding.py).
+sample (a float32 ±1-ulp sample of two equal sums cancels half the time: tests/harness/test_rounding.py). A kernel whose
+backward cancels inside itself (softmax) runs that backward step by step, each step sampled
+(:mod:`ortcheck.checks.composed_kernels`).
 
 Left alone, so that structure stays the module's: values the factor would make non-finite
 (``finfo.min`` attention masks), aliases (views, in-place results, buffers updated in place) and
@@ -30,6 +32,8 @@ from typing import Any, Iterable
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from ortcheck.checks.composed_kernels import sampled_call
 
 SWITCH_ENV = "ORTCHECK_ORACLE_ROUNDING"
 ORIGIN = "_ortcheck_computed_in"  # set on float64 copies of user tensors: the dtype eager computes them in
@@ -74,21 +78,28 @@ def relatively_moved(tensor: torch.Tensor, eps: float, generator: torch.Generato
 
 
 class _Rounding(TorchFunctionMode):
-    def __init__(self, eps: float, generator: torch.Generator):
+    def __init__(self, eps: float, generator: torch.Generator, inside: torch.Generator):
         super().__init__()
-        self.eps, self.generator = eps, generator
+        self.eps, self.generator, self.inside = eps, generator, inside
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        stepped = sampled_call(func, args, kwargs or {}, self.moved,
+                               lambda tensor: relatively_moved(tensor, self.eps, self.inside))
+        if stepped is not NotImplemented:
+            return stepped
         result = func(*args, **(kwargs or {}))
         if (getattr(func, "__name__", "") in _SKIPPED or not isinstance(result, torch.Tensor)
                 or not result.is_floating_point() or result.numel() == 0 or _aliases(result, args, kwargs)):
             return result
         with torch.no_grad():
-            offset = relatively_moved(result.detach(), self.eps, self.generator) - result.detach()
+            offset = self.moved(result.detach()) - result.detach()
         moved = result + offset
         if moved.requires_grad:
-            moved.register_hook(lambda grad: relatively_moved(grad, self.eps, self.generator))
+            moved.register_hook(self.moved)
         return moved
+
+    def moved(self, tensor: torch.Tensor) -> torch.Tensor:
+        return relatively_moved(tensor, self.eps, self.generator)
 
 
 def _aliases(result: torch.Tensor, args, kwargs) -> bool:
@@ -118,12 +129,13 @@ def with_rounding(module: torch.nn.Module, seed: int, computed_in: Iterable[torc
     if os.environ.get(SWITCH_ENV) == "0":
         return module
     generator, held = torch.Generator().manual_seed(seed), list(computed_in)
+    inside = torch.Generator().manual_seed(seed + 1)  # the steps inside kernels (composed_kernels.py)
     own = parameter_precision(parameters)
     modes: list = []
 
     def enter(_, args, kwargs):
         eps = max(precision([*held, *_input_origins([args, kwargs])]), own, autocast_precision())
-        modes.append(_Rounding(eps, generator) if eps else contextlib.nullcontext())
+        modes.append(_Rounding(eps, generator, inside) if eps else contextlib.nullcontext())
         modes[-1].__enter__()
 
     def leave(*_):

@@ -1,5 +1,6 @@
 """The oracle's sampled rounding (ortcheck.checks.rounding): it must see a cancellation's terms, in the
 precision eager computes in, and leave the module's structure alone."""
+import pytest
 import torch
 
 from ortcheck.checks.rounding import parameter_precision, precision, relatively_moved, with_rounding
@@ -27,6 +28,43 @@ def test_a_cancelling_sum_moves_by_the_size_of_its_terms_not_of_its_result():
     for seed in range(8):  # continuous: never the lucky 0 of a float32 +-1 ulp sample
         moved = with_rounding(Cancel(), seed=seed)(to_float64(x)).item()
         assert EPS32 * terms / 1000 < abs(moved - exact) < EPS32 * terms
+
+
+class IdenticalTokens(torch.nn.Module):
+    """Attention over identical tokens: every key and value row the same, so the loss ignores the
+    query and its gradient is 0 in exact arithmetic, whatever the operands (no nudge changes that);
+    float32 leaves eps * |g| of the (log-)softmax backward's ``g - sum(...)`` in it."""
+
+    def __init__(self, normalize):
+        super().__init__()
+        self.normalize = normalize
+        self.register_buffer("keys", torch.full((5, 4), 0.5))
+        self.register_buffer("values", torch.full((5, 4), 2.0))
+
+    def forward(self, query):
+        return (self.normalize(query @ self.keys.T) @ self.values).sum()
+
+
+@pytest.mark.parametrize("normalize", [lambda s: torch.softmax(s, dim=-1), lambda s: s.softmax(-1),
+                                       lambda s: torch.nn.functional.log_softmax(s, -1)],
+                         ids=["torch.softmax", "Tensor.softmax", "F.log_softmax"])
+def test_a_cancellation_inside_softmax_backward_is_sampled_step_by_step(normalize):
+    """The symmetry no operand nudge breaks (a random seed drew tokens [2, 2, 2]: a reference query
+    gradient of 1e-9 against a bound of 7e-15). What cancels per query element is the value rows' sum
+    (8) times a key (0.5); the sampled run must move by a fraction of eps of that, every seed."""
+    query = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
+    terms = 4.0
+
+    def query_grad(module, x):
+        x = x.detach().clone().requires_grad_()
+        module(x).backward()
+        return x.grad.abs().max().item()
+
+    assert query_grad(IdenticalTokens(normalize).double(), query.double()) < 64 * EPS64
+    for seed in range(8):
+        sampled = query_grad(with_rounding(IdenticalTokens(normalize).double(), seed, computed_in={torch.float32}),
+                             to_float64(query))
+        assert EPS32 * terms / 64 < sampled < EPS32 * terms * 64
 
 
 def test_a_float64_computation_is_moved_by_float64_roundings_only():
