@@ -11,10 +11,13 @@ drew it). In the sampled run such a kernel runs its forward as it is (its result
 backward as the kernel's own formula, with each step's result sampled, from the sampled output.
 
 One backward per kernel, registered for each form torch dispatches it under; a call it does not cover
-(an axis left for torch to guess) runs as any other op.
+(an axis left for torch to guess) runs as any other op. Calls that hold such a kernel inside one torch
+call (attention) are opened instead: run with the sampling on, each op inside sampled (:data:`OPENED`).
 """
 from __future__ import annotations
 
+import math
+import types
 from typing import Any, Callable
 
 import torch
@@ -78,3 +81,45 @@ def softmax_backward(moved: Moved, y: torch.Tensor, g: torch.Tensor, dim: int) -
 def log_softmax_backward(moved: Moved, y: torch.Tensor, g: torch.Tensor, dim: int) -> torch.Tensor:
     """``g - exp(y) * sum(g)``: the sum's rounding is the one ``exp(y)`` summing to 1 cannot cancel."""
     return g - y.exp() * moved(g.sum(dim, keepdim=True))
+
+
+# ---- kernels the sampling runs op by op --------------------------------------------------------
+# A call of one of these runs with the sampling still on (``with mode``), so each op inside is
+# sampled as any other: attention (nn.MultiheadAttention's F.multi_head_attention_forward, and the
+# scaled_dot_product_attention it and transformers' models call) holds a softmax whose backward
+# cancels (nn.Transformer with d_model 2: every LayerNorm row is +-w, so memory rows repeat).
+# ``NotImplemented`` leaves a call to the fused kernel.
+OPENED: dict[Callable, Callable] = {}
+
+
+def _opened(func: Callable) -> Callable:
+    """``func`` (a Python function of torch.nn.functional) with its torch-function check answered
+    "no": its body runs, its ops dispatched to the mode one by one."""
+    never = {name: (lambda *_: False) for name in
+             ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")}
+    clone = types.FunctionType(func.__code__, {**func.__globals__, **never}, func.__name__, func.__defaults__,
+                               func.__closure__)
+    clone.__kwdefaults__ = func.__kwdefaults__
+    return clone
+
+
+OPENED[F.multi_head_attention_forward] = _opened(F.multi_head_attention_forward)
+
+
+def _attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(q @ k^T * scale + mask) @ v``; a row no key may attend to is left to the kernel (torch
+    versions answer it with NaN or 0), as are dropout (its own random draws) and grouped heads."""
+    if dropout_p or enable_gqa or not query.is_floating_point():
+        return NotImplemented
+    if is_causal:
+        attn_mask = torch.ones(query.size(-2), key.size(-2), dtype=torch.bool, device=query.device).tril()
+    scores = query @ key.transpose(-2, -1) * (1 / math.sqrt(query.size(-1)) if scale is None else scale)
+    if attn_mask is not None:
+        allowed = attn_mask if attn_mask.dtype == torch.bool else attn_mask > -math.inf
+        if not bool(allowed.any(-1).all()):
+            return NotImplemented
+        scores = scores.masked_fill(~attn_mask, -math.inf) if attn_mask.dtype == torch.bool else scores + attn_mask
+    return torch.softmax(scores, dim=-1) @ value
+
+
+OPENED[F.scaled_dot_product_attention] = _attention

@@ -14,8 +14,8 @@ computes in (the module's parameters, the inputs' dtypes before the float64 copy
 is moved by float64 roundings only, so a float64 finding stays one. The run's distance from the
 exact one then carries the Σ|terms| scale of every later sum, cancelling or not, as a continuous
 sample (a float32 ±1-ulp sample of two equal sums cancels half the time: tests/harness/test_rounding.py). A kernel whose
-backward cancels inside itself (softmax) runs that backward step by step, each step sampled
-(:mod:`ortcheck.checks.composed_kernels`).
+backward cancels inside itself (softmax) runs that backward step by step, each step sampled, and
+attention's fused calls run op by op (:mod:`ortcheck.checks.composed_kernels`).
 
 Left alone, so that structure stays the module's: values the factor would make non-finite
 (``finfo.min`` attention masks), aliases (views, in-place results, buffers updated in place) and
@@ -33,7 +33,7 @@ from typing import Any, Iterable
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ortcheck.checks.composed_kernels import sampled_call
+from ortcheck.checks.composed_kernels import OPENED, sampled_call
 
 SWITCH_ENV = "ORTCHECK_ORACLE_ROUNDING"
 ORIGIN = "_ortcheck_computed_in"  # set on float64 copies of user tensors: the dtype eager computes them in
@@ -83,6 +83,12 @@ class _Rounding(TorchFunctionMode):
         self.eps, self.generator, self.inside = eps, generator, inside
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        opened = OPENED.get(func)
+        if opened is not None:
+            with self:
+                result = opened(*args, **(kwargs or {}))
+            if result is not NotImplemented:
+                return result
         stepped = sampled_call(func, args, kwargs or {}, self.moved,
                                lambda tensor: relatively_moved(tensor, self.eps, self.inside))
         if stepped is not NotImplemented:
@@ -91,8 +97,8 @@ class _Rounding(TorchFunctionMode):
         if (getattr(func, "__name__", "") in _SKIPPED or not isinstance(result, torch.Tensor)
                 or not result.is_floating_point() or result.numel() == 0 or _aliases(result, args, kwargs)):
             return result
-        with torch.no_grad():
-            offset = self.moved(result.detach()) - result.detach()
+        with torch.no_grad():  # an infinite result (a -inf attention mask added) keeps its value: offset 0, not NaN
+            offset = (self.moved(result.detach()) - result.detach()).nan_to_num_(nan=0.0)
         moved = result + offset
         if moved.requires_grad:
             moved.register_hook(self.moved)

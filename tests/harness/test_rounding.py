@@ -1,5 +1,7 @@
 """The oracle's sampled rounding (ortcheck.checks.rounding): it must see a cancellation's terms, in the
 precision eager computes in, and leave the module's structure alone."""
+import math
+
 import pytest
 import torch
 
@@ -64,6 +66,57 @@ def test_a_cancellation_inside_softmax_backward_is_sampled_step_by_step(normaliz
     for seed in range(8):
         sampled = query_grad(with_rounding(IdenticalTokens(normalize).double(), seed, computed_in={torch.float32}),
                              to_float64(query))
+        assert EPS32 * terms / 64 < sampled < EPS32 * terms * 64
+
+
+class AttentionOverRepeatedMemory(torch.nn.Module):
+    """Cross-attention whose two memory rows are equal (nn.Transformer with d_model 2: a LayerNorm row
+    over two features is +-w, so rows repeat half the time): the query side's gradient is 0 exactly."""
+
+    def __init__(self, attend):
+        super().__init__()
+        self.attend = attend
+        self.register_buffer("memory", torch.tensor([[[0.5, -1.5], [0.5, -1.5]]]))
+
+    def forward(self, query):
+        return (self.attend(query, self.memory) * torch.tensor([1.0, 3.0], dtype=query.dtype)).sum()
+
+
+def _multihead(query, memory):
+    """Both of nn.MultiheadAttention's paths: scaled_dot_product_attention, and its own softmax (with
+    weights), under a -inf mask as torch's Transformer masks are."""
+    torch.manual_seed(0)
+    attention = torch.nn.MultiheadAttention(2, 1, batch_first=True, bias=False).to(query.dtype)
+    mask = torch.tensor([[0.0, -math.inf], [0.0, 0.0], [0.0, 0.0]], dtype=query.dtype)
+    return attention(query, memory, memory, need_weights=False)[0] + attention(query, memory, memory, attn_mask=mask)[0]
+
+
+def _scaled_dot_product(query, memory):
+    return torch.nn.functional.scaled_dot_product_attention(query, memory * 0.7, memory * 1.3)
+
+
+@pytest.mark.parametrize("attend", [_multihead, _scaled_dot_product], ids=["nn.MultiheadAttention", "F.sdpa"])
+def test_fused_attention_is_sampled_op_by_op(attend):
+    """A random seed drew the case above in nn.Transformer (a reference gradient of 2e-12 against a bound
+    of 5e-13, the sampled run exactly the float64 one): attention's softmax sits inside one torch call
+    (F.multi_head_attention_forward, scaled_dot_product_attention), which the sampling now opens.
+    A -inf mask added inside stays -inf (its offset was inf - inf = NaN)."""
+    query = torch.randn(1, 3, 2, generator=torch.Generator().manual_seed(1))
+
+    def query_grad(module, x):
+        x = x.detach().clone().requires_grad_()
+        value = module(x)
+        value.backward()
+        assert torch.isfinite(value)
+        return x.grad.abs().max().item()
+
+    assert query_grad(AttentionOverRepeatedMemory(attend).double(), query.double()) < 64 * EPS64
+    distinct = AttentionOverRepeatedMemory(attend).double()
+    distinct.memory = torch.tensor([[[0.5, -1.5], [-0.5, 1.5]]], dtype=torch.float64)
+    terms = query_grad(distinct, query.double())  # the size of what cancels
+    for seed in range(4):
+        sampled = query_grad(with_rounding(AttentionOverRepeatedMemory(attend).double(), seed,
+                                           computed_in={torch.float32}), to_float64(query))
         assert EPS32 * terms / 64 < sampled < EPS32 * terms * 64
 
 
