@@ -13,9 +13,9 @@ is multiplied by (1 + u·eps/2), u uniform in [-1, 1] (seeded), eps that of the 
 computes in (the module's parameters, the inputs' dtypes before the float64 copy): a float64 module
 is moved by float64 roundings only, so a float64 finding stays one. The run's distance from the
 exact one then carries the Σ|terms| scale of every later sum, cancelling or not, as a continuous
-sample (a float32 ±1-ulp sample of two equal sums cancels half the time: tests/harness/test_rounding.py). A kernel whose
-backward cancels inside itself (softmax) runs that backward step by step, each step sampled, and
-attention's fused calls run op by op (:mod:`ortcheck.checks.composed_kernels`).
+sample (a float32 ±1-ulp sample of two equal sums cancels half the time: tests/harness/test_rounding.py).
+A kernel whose backward cancels inside itself (softmax) runs that backward step by step, each step
+sampled, and attention's fused calls run op by op (:mod:`ortcheck.checks.composed_kernels`).
 
 Left alone, so that structure stays the module's: values the factor would make non-finite
 (``finfo.min`` attention masks), aliases (views, in-place results, buffers updated in place) and
@@ -83,17 +83,17 @@ class _Rounding(TorchFunctionMode):
         self.eps, self.generator, self.inside = eps, generator, inside
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
         opened = OPENED.get(func)
         if opened is not None:
             with self:
-                result = opened(*args, **(kwargs or {}))
+                result = opened(*args, **kwargs)
             if result is not NotImplemented:
                 return result
-        stepped = sampled_call(func, args, kwargs or {}, self.moved,
-                               lambda tensor: relatively_moved(tensor, self.eps, self.inside))
+        stepped = sampled_call(func, args, kwargs, self.moved, self.moved_inside)
         if stepped is not NotImplemented:
             return stepped
-        result = func(*args, **(kwargs or {}))
+        result = func(*args, **kwargs)
         if (getattr(func, "__name__", "") in _SKIPPED or not isinstance(result, torch.Tensor)
                 or not result.is_floating_point() or result.numel() == 0 or _aliases(result, args, kwargs)):
             return result
@@ -106,6 +106,10 @@ class _Rounding(TorchFunctionMode):
 
     def moved(self, tensor: torch.Tensor) -> torch.Tensor:
         return relatively_moved(tensor, self.eps, self.generator)
+
+    def moved_inside(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A step inside a kernel, from its own stream (:func:`composed_kernels.sampled_call`)."""
+        return relatively_moved(tensor, self.eps, self.inside)
 
 
 def _aliases(result: torch.Tensor, args, kwargs) -> bool:
