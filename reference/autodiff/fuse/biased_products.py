@@ -18,10 +18,10 @@ from onnx import helper
 from reference.autodiff.fuse.graph import (
     MIN_OPSET_TO_FLATTEN, GraphFacts, as_rows, fold_each, linear_product, onnx_opset, unflattened,
 )
-from reference.autodiff.fuse.registry import rewrite
+from reference.autodiff.fuse.registry import PRODUCTS, rewrite
 
 
-@rewrite("biased_products")
+@rewrite("biased_products", needs=[{"Add"}, PRODUCTS])
 def fold_biases_into_products(model: onnx.ModelProto) -> onnx.ModelProto:
     return fold_each(model, _folded) if onnx_opset(model) >= MIN_OPSET_TO_FLATTEN else model
 

@@ -16,10 +16,10 @@ from onnx import helper
 from reference.autodiff.fuse.graph import (
     MICROSOFT, PRODUCT_TYPES, GraphFacts, attribute, copied, exact_in_float32, replace_nodes, set_attributes,
 )
-from reference.autodiff.fuse.registry import rewrite
+from reference.autodiff.fuse.registry import PRODUCTS, rewrite
 
 
-@rewrite("scaled_products")
+@rewrite("scaled_products", needs=[{"Mul", "Div"}, PRODUCTS])
 def fold_scales_into_products(model: onnx.ModelProto) -> onnx.ModelProto:
     model = copied(model)
     facts = GraphFacts(model, types=True)

@@ -18,10 +18,10 @@ from reference.autodiff.fuse.graph import (
     MIN_OPSET_TO_FLATTEN, SAME_SHAPE_SUM, GraphFacts, as_rows, fold_each, linear_product, onnx_opset,
     unflattened,
 )
-from reference.autodiff.fuse.registry import rewrite
+from reference.autodiff.fuse.registry import PRODUCTS, rewrite
 
 
-@rewrite("summed_products")
+@rewrite("summed_products", needs=[{"Sum"}, PRODUCTS])
 def accumulate_products_in_gemm(model: onnx.ModelProto) -> onnx.ModelProto:
     return fold_each(model, _folded) if onnx_opset(model) >= MIN_OPSET_TO_FLATTEN else model
 

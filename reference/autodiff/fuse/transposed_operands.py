@@ -19,7 +19,7 @@ from reference.autodiff.fuse.graph import (
 from reference.autodiff.fuse.registry import rewrite
 
 
-@rewrite("transposed_operands")
+@rewrite("transposed_operands", needs=[{"MatMul"}])
 def fold_transposed_operands(model: onnx.ModelProto) -> onnx.ModelProto:
     return fold_each(model, _folded)
 

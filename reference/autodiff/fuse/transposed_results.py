@@ -16,10 +16,10 @@ from onnx import helper
 from reference.autodiff.fuse.graph import (
     MICROSOFT, PRODUCT_TYPES, GraphFacts, attribute, fold_each,
 )
-from reference.autodiff.fuse.registry import rewrite
+from reference.autodiff.fuse.registry import PRODUCTS, rewrite
 
 
-@rewrite("transposed_results")
+@rewrite("transposed_results", needs=[{"Transpose"}, PRODUCTS])
 def fold_transposed_results(model: onnx.ModelProto) -> onnx.ModelProto:
     return fold_each(model, _folded)
 

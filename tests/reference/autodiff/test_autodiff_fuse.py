@@ -7,6 +7,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 import torch.nn.functional as F
 from onnx import TensorProto, helper, numpy_helper
 
@@ -225,6 +226,58 @@ def test_the_loop_runs_every_rewrite_and_refuses_unknown_names():
                               "summed_products", "biased_products"]
     with pytest.raises(ValueError, match="unknown rewrites"):
         fuse(model([], {}, []), skip=["no_such_rewrite"])
+
+
+def test_the_loop_runs_only_the_rewrites_whose_ops_the_graph_holds(monkeypatch):
+    called = []
+    for name, function in REWRITES.items():
+        monkeypatch.setitem(REWRITES, name, lambda proto, name=name, function=function: called.append(name) or
+                            function(proto))
+    fuse(model([node("Exp", ["x"], ["e"]), node("Add", ["e", "x"], ["y"])], {"x": [2, 2]}, ["y"]))
+    assert called == ["common_subexpressions"]
+    called.clear()
+    fuse(model([node("MatMul", ["x", "x"], ["p"]), node("Add", ["p", "x"], ["y"])], {"x": [2, 2]}, ["y"]))
+    assert called == ["common_subexpressions", "transposed_operands", "biased_products"]
+
+
+_SQUARE = 3  # every drawn value is [_SQUARE, _SQUARE], so any op reads any values
+# What each rewrite matches, as nodes reading two earlier values a, b and writing ``out`` (through
+# ``out/...`` in between), and plain ops that none match.
+_MOTIFS = {
+    "product": lambda a, b, out: [node("MatMul", [a, b], [out])],
+    "transposed operand": lambda a, b, out: [node("Transpose", [a], [f"{out}/t"], perm=[1, 0]),
+                                             node("MatMul", [f"{out}/t", b], [out])],
+    "transposed result": lambda a, b, out: [node("Gemm", [a, b], [f"{out}/p"]),
+                                            node("Transpose", [f"{out}/p"], [out], perm=[1, 0])],
+    "scaled": lambda a, b, out: [node("MatMul", [a, b], [f"{out}/p"]), node("Div", [f"{out}/p", "two"], [out])],
+    "biased": lambda a, b, out: [node("MatMul", [a, b], [f"{out}/p"]), node("Add", [f"{out}/p", "b"], [out])],
+    "summed": lambda a, b, out: [node("MatMul", [a, "w"], [f"{out}/p"]), node("MatMul", [b, "w"], [f"{out}/q"]),
+                                 node("Sum", [f"{out}/p", f"{out}/q"], [out], doc_string=SAME_SHAPE_SUM)],
+    "not a power of two": lambda a, b, out: [node("Mul", [a, "three"], [out])],
+    "elementwise": lambda a, b, out: [node("Add", [a, b], [f"{out}/s"]), node("Exp", [f"{out}/s"], [out])],
+}
+
+
+@st.composite
+def _graphs(draw):
+    """Small graphs of some of the motifs, each reading values written before it."""
+    values, nodes = ["x", "w"], []
+    for k, motif in enumerate(draw(st.lists(st.sampled_from(sorted(_MOTIFS)), min_size=1, max_size=4))):
+        nodes += _MOTIFS[motif](draw(st.sampled_from(values)), draw(st.sampled_from(values)), f"v{k}")
+        values.append(f"v{k}")
+    outputs = draw(st.lists(st.sampled_from(values[2:]), min_size=1, max_size=2, unique=True))
+    return model(nodes, {"x": [_SQUARE, _SQUARE], "w": [_SQUARE, _SQUARE]}, outputs,
+                 {"two": 2.0, "three": 3.0, "b": np.ones(_SQUARE)})
+
+
+@settings(deadline=None)
+@given(_graphs())
+def test_skipping_a_rewrite_whose_ops_are_absent_changes_no_graph(proto):
+    """What the loop skips would have matched nothing: the result is the one of running them all."""
+    every = proto
+    for function in REWRITES.values():
+        every = function(every)
+    assert fuse(proto).SerializeToString(deterministic=True) == every.SerializeToString(deterministic=True)
 
 
 def attention(q, k, v):
