@@ -142,8 +142,10 @@ def _fold_once(model: onnx.ModelProto) -> bool:
     graph, folded = model.graph, False
     graph_inputs = {value.name for value in graph.input}
     known = {t.name: numpy_helper.to_array(t) for t in graph.initializer if t.name not in graph_inputs}
-    static_dims = _static_dims(model)
     shape_of = {node.output[0]: node.input[0] for node in graph.node if node.op_type == "Shape" and len(node.attribute) == 0}
+    # shape inference over the whole graph, only where some Gather reads a Shape's output
+    static_dims = _static_dims(model) if any(
+        node.op_type == "Gather" and node.input[0] in shape_of for node in graph.node) else {}
     opsets = list(model.opset_import)
     for index, node in enumerate(graph.node):
         if node.op_type == "Constant" and not node.domain and node.attribute[0].name == "value":
@@ -187,6 +189,8 @@ def _static_size(node, known, static_dims, shape_of) -> np.ndarray | None:
 
 
 def _take_constant_branches(graph: onnx.GraphProto, known: dict[str, np.ndarray]) -> bool:
+    if not any(node.op_type == "If" and node.input[0] in known for node in graph.node):
+        return False  # nothing to take: the graph is left as it is, not copied node by node
     rewritten, taken = [], False
     for node in graph.node:
         condition = known.get(node.input[0]) if node.op_type == "If" and not node.domain else None
