@@ -10,9 +10,12 @@ def reads(node: onnx.NodeProto) -> list[str]:
     """Names in first-read order, without repeats."""
     names = [name for name in node.input if name]
     for attribute in node.attribute:
-        for graph in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
-            names += _free_names(graph)
-    return list(dict.fromkeys(names))
+        if attribute.HasField("g"):
+            names += _free_names(attribute.g)
+        elif attribute.graphs:
+            for graph in attribute.graphs:
+                names += _free_names(graph)
+    return list(dict.fromkeys(names)) if len(names) > 1 else names  # called for every node, often
 
 
 def _free_names(graph: onnx.GraphProto) -> list[str]:
