@@ -265,19 +265,32 @@ def _graphs(draw):
     for k, motif in enumerate(draw(st.lists(st.sampled_from(sorted(_MOTIFS)), min_size=1, max_size=4))):
         nodes += _MOTIFS[motif](draw(st.sampled_from(values)), draw(st.sampled_from(values)), f"v{k}")
         values.append(f"v{k}")
-    outputs = draw(st.lists(st.sampled_from(values[2:]), min_size=1, max_size=2, unique=True))
+    return _square_model(nodes, draw(st.lists(st.sampled_from(values[2:]), min_size=1, max_size=2, unique=True)))
+
+
+def _square_model(nodes, outputs):
     return model(nodes, {"x": [_SQUARE, _SQUARE], "w": [_SQUARE, _SQUARE]}, outputs,
                  {"two": 2.0, "three": 3.0, "b": np.ones(_SQUARE)})
+
+
+def _assert_fused_as_by_every_rewrite(proto):
+    every = proto
+    for function in REWRITES.values():
+        every = function(every)
+    assert fuse(proto).SerializeToString(deterministic=True) == every.SerializeToString(deterministic=True)
 
 
 @settings(deadline=None)
 @given(_graphs())
 def test_skipping_a_rewrite_whose_ops_are_absent_changes_no_graph(proto):
     """What the loop skips would have matched nothing: the result is the one of running them all."""
-    every = proto
-    for function in REWRITES.values():
-        every = function(every)
-    assert fuse(proto).SerializeToString(deterministic=True) == every.SerializeToString(deterministic=True)
+    _assert_fused_as_by_every_rewrite(proto)
+
+
+@pytest.mark.parametrize("motif", sorted(_MOTIFS))
+def test_each_motif_alone_is_fused_as_by_every_rewrite(motif):
+    """Each motif without the others' ops, where a rewrite's needs too narrow would skip it."""
+    _assert_fused_as_by_every_rewrite(_square_model(_MOTIFS[motif]("x", "w", "y"), ["y"]))
 
 
 def attention(q, k, v):
