@@ -9,7 +9,8 @@ Rewrite = Callable[[onnx.ModelProto], onnx.ModelProto]
 
 REWRITES: dict[str, Rewrite] = {}
 # Per rewrite, the op types it starts from: groups of which the graph must hold one op each, or the
-# rewrite has nothing to match and is not run (building its facts is most of a rewrite's cost).
+# rewrite has nothing to match and is not run (building its facts is most of a rewrite's cost). Run,
+# it would only have swept dead nodes, which the first rewrite (no needs: every graph) already did.
 NEEDS: dict[str, tuple[frozenset[str], ...]] = {}
 
 PRODUCTS = frozenset({"MatMul", "Gemm", "FusedMatMul"})
