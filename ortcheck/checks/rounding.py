@@ -72,8 +72,14 @@ def mark_origin(copy: torch.Tensor, original: torch.Tensor) -> torch.Tensor:
 
 def relatively_moved(tensor: torch.Tensor, eps: float, generator: torch.Generator) -> torch.Tensor:
     """``tensor`` times (1 + u·eps/2) elementwise, u uniform in [-1, 1]; unmoved where that is not finite."""
-    u = torch.rand(tensor.shape, generator=generator, dtype=torch.float64).mul_(2).sub_(1)
-    moved = tensor * (1 + u.mul_(eps / 2).to(tensor.device, tensor.dtype))
+    r = torch.rand(tensor.shape, generator=generator, dtype=torch.float64)
+    if tensor.dtype == torch.float64:
+        # 1 - eps/2 + r·eps: the same real number as 1 + (2r - 1)·eps/2, every step before the sum exact
+        # (eps a power of two), so the same bits in two kernels fewer; this runs after every op of a run
+        factor = r.mul_(eps).add_(1 - eps / 2).to(tensor.device)
+    else:
+        factor = 1 + r.mul_(2).sub_(1).mul_(eps / 2).to(tensor.device, tensor.dtype)
+    moved = tensor * factor
     return torch.where(torch.isfinite(moved), moved, tensor)
 
 
