@@ -72,15 +72,25 @@ def mark_origin(copy: torch.Tensor, original: torch.Tensor) -> torch.Tensor:
 
 def relatively_moved(tensor: torch.Tensor, eps: float, generator: torch.Generator) -> torch.Tensor:
     """``tensor`` times (1 + u·eps/2) elementwise, u uniform in [-1, 1]; unmoved where that is not finite."""
+    moved = tensor * _factor(tensor, eps, generator)
+    return torch.where(torch.isfinite(moved), moved, tensor)
+
+
+def relative_offset(tensor: torch.Tensor, eps: float, generator: torch.Generator) -> torch.Tensor:
+    """``relatively_moved(tensor) - tensor`` (the same draw, the same bits), 0 where ``tensor`` is not
+    finite: an infinite result (a -inf attention mask) keeps its value, not ``inf - inf = NaN``."""
+    moved = tensor * _factor(tensor, eps, generator)
+    return torch.where(torch.isfinite(moved), moved - tensor, 0.0)
+
+
+def _factor(tensor: torch.Tensor, eps: float, generator: torch.Generator) -> torch.Tensor:
+    """1 + u·eps/2 for each element of ``tensor``, in its dtype, on its device. These run after every op
+    of a sampled run: for float64, ``1 - eps/2 + r·eps`` is the same real number as 1 + (2r - 1)·eps/2
+    with every step before the sum exact (eps is a power of two), so the same bits in fewer kernels."""
     r = torch.rand(tensor.shape, generator=generator, dtype=torch.float64)
     if tensor.dtype == torch.float64:
-        # 1 - eps/2 + r·eps: the same real number as 1 + (2r - 1)·eps/2, every step before the sum exact
-        # (eps a power of two), so the same bits in two kernels fewer; this runs after every op of a run
-        factor = r.mul_(eps).add_(1 - eps / 2).to(tensor.device)
-    else:
-        factor = 1 + r.mul_(2).sub_(1).mul_(eps / 2).to(tensor.device, tensor.dtype)
-    moved = tensor * factor
-    return torch.where(torch.isfinite(moved), moved, tensor)
+        return r.mul_(eps).add_(1 - eps / 2).to(tensor.device)
+    return 1 + r.mul_(2).sub_(1).mul_(eps / 2).to(tensor.device, tensor.dtype)
 
 
 class _Rounding(TorchFunctionMode):
@@ -103,8 +113,8 @@ class _Rounding(TorchFunctionMode):
         if (getattr(func, "__name__", "") in _SKIPPED or not isinstance(result, torch.Tensor)
                 or not result.is_floating_point() or result.numel() == 0 or _aliases(result, args, kwargs)):
             return result
-        with torch.no_grad():  # an infinite result (a -inf attention mask added) keeps its value: offset 0, not NaN
-            offset = (self.moved(result.detach()) - result.detach()).nan_to_num_(nan=0.0)
+        with torch.no_grad():
+            offset = relative_offset(result.detach(), self.eps, self.generator)
         moved = result + offset
         if moved.requires_grad:
             moved.register_hook(self.moved)
