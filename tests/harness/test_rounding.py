@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from ortcheck.checks.rounding import parameter_precision, precision, relatively_moved, with_rounding
+from ortcheck.checks.rounding import (parameter_precision, precision, relative_offset, relatively_moved,
+                                      with_rounding)
 from ortcheck.checks.runs import module_runs
 from ortcheck.checks.runs import to_float64
 
@@ -171,6 +172,23 @@ def test_values_the_factor_would_overflow_stay_where_they_are():
                           dtype=torch.float64)
     moved = relatively_moved(values, EPS32, torch.Generator().manual_seed(0))
     assert torch.isfinite(moved).all() and moved[2] == 0 and 0 < abs(moved[3] - 1) <= EPS32 / 2
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("eps", [EPS64, EPS32, torch.finfo(torch.bfloat16).eps])
+def test_the_factor_and_the_offset_are_their_definitions_bit_for_bit(dtype, eps):
+    """relatively_moved is ``tensor * (1 + u·eps/2)`` (u = 2r - 1) where that is finite, whatever form
+    computes it; relative_offset is that minus ``tensor``, 0 where it is not finite."""
+    values = torch.randn(257, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 1e3
+    values[:5] = torch.tensor([math.inf, -math.inf, math.nan, -0.0, 1e-310])
+    values = values.to(dtype)
+    u = torch.rand(values.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64).mul(2).sub(1)
+    defined = values * (1 + u.mul(eps / 2).to(dtype))
+    defined = torch.where(torch.isfinite(defined), defined, values)
+    moved = relatively_moved(values, eps, torch.Generator().manual_seed(3))
+    offset = relative_offset(values, eps, torch.Generator().manual_seed(3))
+    assert torch.equal(moved.view(torch.int8), defined.view(torch.int8))  # NaN where NaN, -0.0 where -0.0
+    assert torch.equal(offset.view(torch.int8), (defined - values).nan_to_num(nan=0.0).view(torch.int8))
 
 
 def test_aliases_and_in_place_buffers_keep_their_identity():
