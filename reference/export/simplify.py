@@ -189,8 +189,6 @@ def _static_size(node, known, static_dims, shape_of) -> np.ndarray | None:
 
 
 def _take_constant_branches(graph: onnx.GraphProto, known: dict[str, np.ndarray]) -> bool:
-    if not any(node.op_type == "If" and node.input[0] in known for node in graph.node):
-        return False  # nothing to take: the graph is left as it is, not copied node by node
     rewritten, taken = [], False
     for node in graph.node:
         condition = known.get(node.input[0]) if node.op_type == "If" and not node.domain else None
@@ -206,6 +204,7 @@ def _take_constant_branches(graph: onnx.GraphProto, known: dict[str, np.ndarray]
             rewritten.append(inner)
         rewritten += [helper.make_node("Identity", [output.name], [renamed[output.name]], name=f"{node.name}_taken")
                       for output in branch.output if output.name not in produced]  # an outer value passed on
-    del graph.node[:]
-    graph.node.extend(rewritten)
+    if taken:  # else the graph stays as it is, not copied node by node
+        del graph.node[:]
+        graph.node.extend(rewritten)
     return taken
